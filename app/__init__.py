@@ -1,0 +1,1 @@
+"""moa-chat client (TUI and remote engine)."""

@@ -1,0 +1,3 @@
+from drafts.bench.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,117 @@
+"""``moa-bench``: measure drafters against plain decoding of the same target, in one run.
+
+    moa-bench --method ar,lookup,oracle --dataset humaneval --limit 20 --max-new-tokens 128 \
+              --temperature 0 --chain 4 --json bench.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm import tqdm
+
+from drafts.bench.benchmark import BenchConfig, run_benchmark
+from drafts.bench.methods import PLAIN_METHODS
+from drafts.bench.report import format_table
+from drafts.data.prompts import load_prompts
+from drafts.decoding.config import DecodeConfig
+from drafts.drafters.base import DraftShape
+from drafts.drafters.registry import drafter_spec
+from drafts.errors import ConfigError, MoaError
+from drafts.sampling import SamplingConfig
+from drafts.target.device import DEVICE_CHOICES, default_dtype, resolve_device
+from drafts.target.loading import load_target
+from drafts.target.runner import TargetRunner
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="moa-bench", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--method", default="ar,lookup,oracle", help="comma-separated: ar, generate, lookup, oracle, ...")
+    p.add_argument("--dataset", default="humaneval", help="humaneval | sharegpt-heldout | FILE.jsonl")
+    p.add_argument("--limit", type=int, default=20, help="number of prompts (default 20)")
+    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--top-k", type=int, default=0)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0, help="seed of sampling at T>0")
+    shape = p.add_mutually_exclusive_group()
+    shape.add_argument("--chain", type=int, default=4, help="draft a chain of G tokens per round (default 4)")
+    shape.add_argument("--tree", help="draft an EAGLE-2 dynamic tree DEPTH,TOPK,TOTAL (e.g. 4,4,16)")
+    p.add_argument("--target", default=None, help="smollm2 (default) | gemma3-270m | DIR | FILE.gguf | hub id")
+    p.add_argument("--device", default="auto", choices=DEVICE_CHOICES)
+    p.add_argument("--json", type=Path, help="write the results here")
+    return p
+
+
+def parse_config(args: argparse.Namespace) -> BenchConfig:
+    methods = tuple(dict.fromkeys(m.strip() for m in args.method.split(",") if m.strip()))
+    for m in methods:
+        if m not in PLAIN_METHODS:
+            drafter_spec(m)  # raises a clear error for unknown names
+    if "ar" not in methods:
+        methods = ("ar", *methods)  # speedups are relative to ar measured in the same run
+    if args.limit is not None and args.limit < 1:
+        raise ConfigError(f"--limit must be >= 1, got {args.limit}")
+    shape = DraftShape.parse_tree(args.tree) if args.tree else DraftShape(gamma=args.chain)
+    sampling = SamplingConfig(args.temperature, args.top_k, args.top_p, seed=args.seed)
+    return BenchConfig(methods, DecodeConfig(args.max_new_tokens, sampling, shape))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config = parse_config(args)
+        prompts = load_prompts(args.dataset, args.limit)
+        device = resolve_device(args.device)
+        runner = TargetRunner(load_target(args.target, device, default_dtype(device)))
+        token_prompts = [runner.format_chat(p.messages) for p in prompts]
+        result = _run(runner, token_prompts, config)
+    except MoaError as exc:
+        print(f"moa-bench: error: {exc}", file=sys.stderr)
+        return 2
+    result["config"] = _describe(args, config, runner, len(prompts))
+    print(format_table(result))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"config": result["config"], "methods": result["methods"]}, indent=2))
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 0
+
+
+def _run(runner: TargetRunner, prompts: list[list[int]], config: BenchConfig) -> dict[str, Any]:
+    total = len(prompts) * len(config.methods)
+    with tqdm(total=total, desc="moa-bench", unit="run", file=sys.stderr) as bar:
+        def tick(method: str) -> None:
+            bar.set_postfix_str(method)
+            bar.update()
+
+        return run_benchmark(runner, prompts, config, tick)
+
+
+def _describe(args: argparse.Namespace, config: BenchConfig, runner: TargetRunner, n: int) -> dict[str, Any]:
+    s = config.decode.sampling
+    return {
+        "methods": list(config.methods),
+        "dataset": args.dataset,
+        "prompts": n,
+        "max_new_tokens": config.decode.max_new_tokens,
+        "temperature": s.temperature,
+        "top_k": s.top_k,
+        "top_p": s.top_p,
+        "seed": s.seed,
+        "draft_shape": config.decode.shape.describe(),
+        "target": runner.fingerprint.to_dict(),
+        "device": str(runner.device),
+        "dtype": str(runner.dtype).removeprefix("torch."),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "machine": platform.machine(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }

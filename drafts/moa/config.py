@@ -1,0 +1,51 @@
+"""Sizes of a MoA draft, derived from its target and chosen for the device it runs on."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from drafts.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class MoAConfig:
+    target_layers: int  # L: Layer Self-Attention attends across all of them
+    kv_width: int  # 2 * n_kv * head_dim: one layer's keys+values per token (LSA width)
+    hidden: int  # H: the target's width; SA/CA run at it (frozen embeddings in, LM head out)
+    lsa_heads: int  # LSA query heads (head_dim 64 when kv_width allows)
+    lsa_kv_heads: int
+    lsa_intermediate: int  # LSA SwiGLU width (kept small: LSA runs over L layer tokens per token)
+    heads: int  # SA and CA query heads
+    kv_heads: int
+    intermediate: int  # SA and CA SwiGLU width
+    staircase: bool = True  # anneal the staircase self-attention mask away by mid-training
+    tli_layers: int = 0  # Target Layer Inference N (only N = 0 is implemented so far)
+
+    def __post_init__(self) -> None:
+        if self.tli_layers != 0:
+            raise ConfigError("Target Layer Inference with N > 0 is not implemented yet; use --tli 0")
+        for width, heads, kv in ((self.kv_width, self.lsa_heads, self.lsa_kv_heads), (self.hidden, self.heads, self.kv_heads)):
+            if width % heads or heads % kv:
+                raise ConfigError(f"width {width} with {heads} heads / {kv} kv heads does not divide evenly")
+
+    @classmethod
+    def for_target(cls, layers: int, kv_width: int, hidden: int, intermediate: int = 768, lsa_intermediate: int = 512) -> MoAConfig:
+        lsa_heads = max(1, kv_width // 64)
+        heads = max(1, hidden // 64)
+        return cls(
+            target_layers=layers, kv_width=kv_width, hidden=hidden,
+            lsa_heads=lsa_heads, lsa_kv_heads=_kv_heads(lsa_heads), lsa_intermediate=lsa_intermediate,
+            heads=heads, kv_heads=_kv_heads(heads), intermediate=intermediate,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _kv_heads(heads: int) -> int:
+    """A third of the heads when possible (grouped-query attention), else all."""
+    for kv in (3, 2):
+        if heads % kv == 0 and heads > kv:
+            return heads // kv
+    return heads

@@ -1,0 +1,64 @@
+"""Per-conversation target state: the KV cache and what in it is committed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from transformers import DynamicCache
+
+
+@dataclass
+class TargetSession:
+    """One conversation's target KV cache.
+
+    ``length`` tokens are committed (their keys/values are final). After ``extend`` the cache
+    holds ``pending`` more positions (a chain or tree under verification) until ``commit``
+    keeps the accepted ones and drops the rest.
+    """
+
+    cache: DynamicCache = field(default_factory=DynamicCache)  # full-length layers, no trimming
+    length: int = 0
+    pending: int = 0
+    pending_hidden: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> (pending, H)
+
+    def keep_pending(self, keep: list[int]) -> None:
+        """Keep only pending positions ``keep`` (ascending), in that order, in every layer."""
+        start = self.length
+        if keep == list(range(len(keep))):
+            self._crop_to(start + len(keep))
+        else:
+            index = torch.tensor(keep, device=self._device()) + start
+            for layer in self.cache.layers:
+                layer.keys = torch.cat([layer.keys[:, :, :start], layer.keys[:, :, index]], dim=2)
+                layer.values = torch.cat([layer.values[:, :, :start], layer.values[:, :, index]], dim=2)
+        self.length = start + len(keep)
+        self.pending = 0
+
+    def truncate(self, length: int) -> None:
+        """Forget every token from ``length`` on (committed or pending)."""
+        if length > self.length:
+            raise ValueError(f"cannot truncate to {length}: only {self.length} tokens are committed")
+        self._crop_to(length)
+        self.length, self.pending = length, 0
+        self.pending_hidden = {}
+
+    def tail_kv(self, count: int) -> torch.Tensor:
+        """Keys and values of the last ``count`` committed tokens: (count, L, 2 * n_kv * hd)."""
+        per_layer = []
+        for layer in self.cache.layers:
+            k = layer.keys[0, :, self.length - count : self.length]  # (n_kv, count, hd)
+            v = layer.values[0, :, self.length - count : self.length]  # (n_kv, count, hd)
+            kv = torch.cat([k, v], dim=-1).transpose(0, 1)  # (count, n_kv, 2 hd)
+            per_layer.append(kv.reshape(count, -1))  # (count, n_kv * 2 hd)
+        return torch.stack(per_layer, dim=1)  # (count, L, 2 n_kv hd)
+
+    def _crop_to(self, length: int) -> None:
+        # Sliced directly: Cache.crop's meaning changed across transformers versions.
+        for layer in self.cache.layers:
+            if layer.keys is not None and layer.keys.shape[-2] > length:
+                layer.keys = layer.keys[:, :, :length]
+                layer.values = layer.values[:, :, :length]
+
+    def _device(self) -> torch.device:
+        return self.cache.layers[0].keys.device

@@ -1,0 +1,139 @@
+"""``moa-train``: train a draft (MoA, EAGLE or independent) for any target.
+
+    moa-train --draft moa --target smollm2 --data sharegpt --tokens 500000 --out runs/moa
+    moa-train --draft moa --out runs/moa --tokens 500000 --resume     # continue after a stop
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm import tqdm
+
+from drafts.errors import CheckpointError, MoaError
+from drafts.neural.base import NeuralDraft
+from drafts.neural.factory import KINDS, build_draft, default_config
+from drafts.neural.target_parts import TargetParts
+from drafts.target.device import DEVICE_CHOICES, resolve_device
+from drafts.target.loading import TargetFingerprint, load_target
+from drafts.target.runner import TargetRunner
+from drafts.training.checkpoint import WEIGHTS_FILE, check_fingerprint, read_meta
+from drafts.training.data import load_training_conversations
+from drafts.training.losses import LossWeights
+from drafts.training.tokenize import tokenize_all
+from drafts.training.trainer import STATE_FILE, Trainer, TrainConfig
+from drafts.training.vocab import frequent_tokens
+
+VOCAB_SAMPLE = 3000  # conversations whose responses rank the draft vocabulary
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="moa-train", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--draft", choices=KINDS, default="moa")
+    p.add_argument("--target", default=None, help="smollm2 (default) | gemma3-270m | DIR | FILE.gguf | hub id")
+    p.add_argument("--data", default="sharegpt", help="sharegpt (train split) | FILE.json | FILE.jsonl")
+    p.add_argument("--tokens", type=int, required=True, help="training budget in sequence tokens")
+    p.add_argument("--out", type=Path, required=True, help="checkpoint directory")
+    p.add_argument("--resume", action="store_true", help="continue the run saved in --out")
+    p.add_argument("--max-len", type=int, default=512)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--accum", type=int, default=2, help="sequences per optimizer step")
+    p.add_argument("--draft-vocab", type=int, default=16384, help="reduced draft vocabulary size (0 = full)")
+    p.add_argument("--topk-weight", type=float, default=0.0, help="HASS top-K distillation weight (K=10)")
+    p.add_argument("--checkpoint-every", type=int, default=50, help="optimizer steps between checkpoints")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto", choices=DEVICE_CHOICES)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _train(args, argv if argv is not None else sys.argv[1:])
+    except MoaError as exc:
+        print(f"moa-train: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _train(args: argparse.Namespace, argv: list[str]) -> int:
+    if not args.resume and (args.out / STATE_FILE).exists():
+        raise CheckpointError(f"{args.out} already holds a training run; pass --resume to continue it or choose another --out")
+    conversations = load_training_conversations(args.data)
+    device = resolve_device(args.device)
+    runner = TargetRunner(load_target(args.target, device, torch.float32))
+    cfg = TrainConfig(
+        tokens=args.tokens, max_len=args.max_len, lr=args.lr, accum=args.accum, seed=args.seed,
+        checkpoint_every=args.checkpoint_every, weights=LossWeights(topk=args.topk_weight),
+    )
+    model, vocab_info = _resumed_model(args, runner) if args.resume else _new_model(args, runner, conversations, cfg)
+    trainer = Trainer(model.to(device), runner, conversations, cfg, args.out)
+    if args.resume:
+        trainer.resume()
+    info = {
+        "command": "moa-train " + shlex.join(argv), "data": args.data, "conversations": len(conversations),
+        "config": cfg.to_dict() | {"weights": vars(cfg.weights)}, **vocab_info,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "torch_threads": torch.get_num_threads(),
+    }
+    print(f"moa-train: {model.kind} draft, {model.trainable_parameters():,} trainable parameters, "
+          f"draft vocabulary {model.parts.draft_vocab}", file=sys.stderr)
+    state = _run_with_progress(trainer, info)
+    print(f"moa-train: done: {state.tokens_seen:,} tokens, {state.step} steps, {state.wall_s / 60:.1f} min, "
+          f"last {state.last}; checkpoint in {args.out}", file=sys.stderr)
+    return 0
+
+
+def _new_model(args: argparse.Namespace, runner: TargetRunner, conversations: list[Any], cfg: TrainConfig) -> tuple[NeuralDraft, dict[str, Any]]:
+    torch.manual_seed(args.seed)
+    vocab_size = int(runner.config.vocab_size)
+    size = args.draft_vocab if args.draft_vocab > 0 else vocab_size
+    sample = tokenize_all(runner.tokenizer, conversations[:VOCAB_SAMPLE], cfg.max_len)
+    d2t, coverage = frequent_tokens(sample, size, vocab_size, always=runner.stop_ids)
+    model = build_draft(args.draft, default_config(args.draft, runner), TargetParts.from_model(runner.model, d2t))
+    init_weights(model)
+    return model, {"draft_vocab_coverage": coverage}
+
+
+def _resumed_model(args: argparse.Namespace, runner: TargetRunner) -> tuple[NeuralDraft, dict[str, Any]]:
+    from safetensors.torch import load_file
+
+    meta = read_meta(args.out)
+    check_fingerprint(args.out, TargetFingerprint.from_dict(meta["target"]), runner.fingerprint)
+    if meta["kind"] != args.draft:
+        raise CheckpointError(f"{args.out} holds a {meta['kind']} draft, not {args.draft}; pass --draft {meta['kind']}")
+    d2t = load_file(str(args.out / WEIGHTS_FILE))["d2t"]
+    model = build_draft(meta["kind"], meta["config"], TargetParts.from_model(runner.model, d2t))
+    coverage = meta["training"].get("draft_vocab_coverage")
+    return model, {"draft_vocab_coverage": coverage}
+
+
+def init_weights(model: NeuralDraft) -> None:
+    """Linear weights ~ N(0, 0.02), biases 0 (as the MoA and EAGLE code initialise)."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear):
+            torch.nn.init.normal_(module.weight, std=0.02)
+            if module.bias is not None:
+                torch.nn.init.zeros_(module.bias)
+
+
+def _run_with_progress(trainer: Trainer, info: dict[str, Any]) -> Any:
+    bar = tqdm(total=trainer.cfg.tokens, initial=trainer.state.tokens_seen, unit="tok", unit_scale=True, desc="moa-train", file=sys.stderr)
+    start_tokens, start_time = trainer.state.tokens_seen, time.perf_counter()
+
+    def on_step(state: Any, n_tokens: int) -> None:
+        rate = (state.tokens_seen - start_tokens) / max(1e-9, time.perf_counter() - start_time)
+        s = state.last
+        bar.set_postfix_str(f"loss {s['loss']:.3f} top1 {s['top1']:.3f} {rate:.0f} tok/s step {state.step}")
+        bar.update(n_tokens)
+
+    try:
+        return trainer.run(info, on_step)
+    finally:
+        bar.close()
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,171 @@
+"""The training loop of ``moa-train``: target activations on the fly, one loss for every draft,
+AdamW with warm-up, cosine decay and clipping, atomic checkpoints, and exact resumption.
+
+The run is a pure function of its configuration: the data order comes from the seed, the random
+draws (verification periods, staircase masks, EAGLE's noise) from one saved generator, so an
+interrupted run resumed with ``--resume`` ends with the same weights as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from drafts.data.conversations import Conversation
+from drafts.errors import CheckpointError
+from drafts.neural.base import NeuralDraft, TrainBatch
+from drafts.target.activations import ActivationRequest
+from drafts.target.runner import TargetRunner
+from drafts.training.checkpoint import save_draft
+from drafts.training.losses import LossWeights, distillation_loss
+from drafts.training.tokenize import Sequence, tokenize_conversation
+
+STATE_FILE = "trainer_state.pt"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    tokens: int  # training budget: sequence tokens through the draft (prompt tokens included)
+    max_len: int = 512  # tokens per sequence (long conversations are cut)
+    lr: float = 1e-3  # peak learning rate (small drafts, few steps: a high peak, then cosine)
+    warmup_steps: int = 30
+    min_lr_ratio: float = 0.1  # cosine decays to lr * this
+    clip: float = 1.0  # gradient norm clipping, as MoA and EAGLE
+    accum: int = 2  # sequences per optimizer step
+    checkpoint_every: int = 50  # optimizer steps between checkpoints
+    seed: int = 0
+    weights: LossWeights = field(default_factory=LossWeights)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TrainState:
+    step: int = 0  # optimizer steps done
+    tokens_seen: int = 0
+    cursor: int = 0  # index into the shuffled conversations
+    epoch: int = 0
+    wall_s: float = 0.0
+    last: dict[str, float] = field(default_factory=dict)  # latest smoothed statistics
+
+
+class Trainer:
+    def __init__(self, model: NeuralDraft, runner: TargetRunner, conversations: list[Conversation], cfg: TrainConfig, out: Path) -> None:
+        self.model, self.runner, self.cfg, self.out = model, runner, cfg, out
+        self.conversations = conversations
+        self.request = model.needs.union(ActivationRequest(hidden_layers=(runner.num_layers,)))
+        params = [p for p in model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
+        self.generator = torch.Generator().manual_seed(cfg.seed)
+        self.state = TrainState()
+
+    # -- state ---------------------------------------------------------------------------
+    def resume(self) -> None:
+        path = self.out / STATE_FILE
+        if not path.exists():
+            raise CheckpointError(f"--resume: {path} does not exist; start without --resume")
+        saved = torch.load(path, weights_only=False)
+        self.model.load_state_dict(saved["model"], strict=False)
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.generator.set_state(saved["generator"])
+        self.state = TrainState(**saved["state"])
+
+    def save(self, training_info: dict[str, Any]) -> None:
+        save_draft(self.out, self.model, self.runner.fingerprint, training_info | {"state": asdict(self.state)})
+        blob = {
+            "model": {k: v for k, v in self.model.state_dict().items()},
+            "optimizer": self.optimizer.state_dict(),
+            "generator": self.generator.get_state(),
+            "state": asdict(self.state),
+        }
+        tmp = self.out / (STATE_FILE + ".tmp")
+        torch.save(blob, tmp)
+        os.replace(tmp, self.out / STATE_FILE)
+
+    # -- loop ----------------------------------------------------------------------------
+    def run(self, training_info: dict[str, Any], on_step: Callable[[TrainState, int], None] = lambda s, n: None) -> TrainState:
+        self.model.train()
+        while self.state.tokens_seen < self.cfg.tokens:
+            t0 = time.perf_counter()
+            n_tokens = self._optimizer_step()
+            self.state.wall_s += time.perf_counter() - t0
+            on_step(self.state, n_tokens)
+            if self.state.step % self.cfg.checkpoint_every == 0:
+                self.save(training_info)
+        self.save(training_info)
+        return self.state
+
+    def _optimizer_step(self) -> int:
+        self._set_lr()
+        self.optimizer.zero_grad(set_to_none=True)
+        n_tokens, stats = 0, []
+        for _ in range(self.cfg.accum):
+            seq = self._next_sequence()
+            loss, s = self._loss(seq)
+            (loss / self.cfg.accum).backward()
+            n_tokens += len(seq.ids)
+            stats.append(s)
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip)
+        self.optimizer.step()
+        self.state.step += 1
+        self.state.tokens_seen += n_tokens
+        self._smooth({k: sum(s[k] for s in stats) / len(stats) for k in stats[0]})
+        return n_tokens
+
+    def _loss(self, seq: Sequence) -> tuple[torch.Tensor, dict[str, float]]:
+        batch = self._batch(seq)
+        progress = min(1.0, self.state.tokens_seen / self.cfg.tokens)
+        pred = self.model.predict(batch, progress, self.generator)
+        return distillation_loss(pred, batch.target_hidden, batch.loss_mask, self.model.parts, self.cfg.weights)
+
+    def _batch(self, seq: Sequence) -> TrainBatch:
+        """The target's activations for ``seq`` (computed on the fly, no gradient)."""
+        session = self.runner.new_session()
+        self.runner.extend(session, seq.ids.tolist(), self.request, last_only=True)
+        acts = self.runner.commit(session, None, self.request)
+        hidden = acts.hidden[self.runner.num_layers].clone()[None]  # (1, T, H), out of inference mode
+        kv = None if acts.kv is None else acts.kv.clone()[None]  # (1, T, L, W)
+        device = self.runner.device
+        return TrainBatch(seq.ids[None].to(device), seq.loss_mask[None].to(device), hidden, kv)
+
+    def _next_sequence(self) -> Sequence:
+        while True:
+            order = self._order(self.state.epoch)
+            if self.state.cursor >= len(order):
+                self.state.epoch, self.state.cursor = self.state.epoch + 1, 0
+                continue
+            conv = self.conversations[order[self.state.cursor]]
+            self.state.cursor += 1
+            seq = tokenize_conversation(self.runner.tokenizer, conv, self.cfg.max_len)
+            if seq is not None:
+                return seq
+
+    def _order(self, epoch: int) -> list[int]:
+        if getattr(self, "_order_epoch", None) != epoch:
+            order = list(range(len(self.conversations)))
+            random.Random(self.cfg.seed * 1000 + epoch).shuffle(order)
+            self._cached_order, self._order_epoch = order, epoch
+        return self._cached_order
+
+    def _set_lr(self) -> None:
+        cfg, step = self.cfg, self.state.step
+        if step < cfg.warmup_steps:
+            lr = cfg.lr * (step + 1) / cfg.warmup_steps
+        else:
+            progress = min(1.0, self.state.tokens_seen / cfg.tokens)
+            lr = cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+    def _smooth(self, stats: dict[str, float], beta: float = 0.9) -> None:
+        last = self.state.last
+        self.state.last = {k: v if k not in last else beta * last[k] + (1 - beta) * v for k, v in stats.items()}

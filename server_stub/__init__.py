@@ -1,0 +1,1 @@
+"""moa-server: the verifier server."""
