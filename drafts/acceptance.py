@@ -63,7 +63,7 @@ def accept_chain(
 
 def _accept_greedy(tree: DraftTree, target_logits: torch.Tensor) -> Acceptance:
     argmax = target_logits.argmax(dim=-1).tolist()  # (N+1,) target's choice after each node
-    node, path = 0, []
+    node, path = 0, list[int]()
     while True:
         match = next((c for c in tree.children(node) if tree.tokens[c - 1] == argmax[node]), None)
         if match is None:
@@ -78,7 +78,7 @@ def _accept_stochastic(
     cfg: SamplingConfig,
     generator: torch.Generator | None,
 ) -> Acceptance:
-    node, path = 0, []
+    node, path = 0, list[int]()
     while True:
         p = logits_to_probs(target_logits[node], cfg)  # (V,)
         accepted = None

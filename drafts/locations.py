@@ -49,6 +49,12 @@ def _subdir(root: Path, name: str) -> Path:
     return path
 
 
+def shipped_checkpoint(target_name: str, kind: str) -> Path:
+    """The draft checkpoint shipped in the repository for a target (e.g. SmolLM2's MoA)."""
+    slug = target_name.lower().replace("_", "-")
+    return REPO_ROOT / "drafts" / "checkpoints" / slug / kind
+
+
 def package_file(package: str, relative: str, module: str, extra: str) -> Path:
     """A data file shipped inside an installed distribution, without importing it."""
     try:
@@ -60,7 +66,9 @@ def package_file(package: str, relative: str, module: str, extra: str) -> Path:
         ) from exc
     path = Path(str(dist.locate_file(module))) / relative
     if not path.exists():
-        raise ModelLoadError(f"{path} is missing from {package!r}; reinstall it: pip install --force-reinstall {package}")
+        raise ModelLoadError(
+            f"{path} is missing from {package!r}; reinstall it: pip install --force-reinstall {package}"
+        )
     return path
 
 

@@ -23,7 +23,7 @@ from drafts.bench.report import format_table
 from drafts.data.prompts import load_prompts
 from drafts.decoding.config import DecodeConfig
 from drafts.drafters.base import DraftShape
-from drafts.drafters.registry import drafter_spec
+from drafts.drafters.registry import drafter_spec, set_checkpoint
 from drafts.errors import ConfigError, MoaError
 from drafts.sampling import SamplingConfig
 from drafts.target.device import DEVICE_CHOICES, default_dtype, resolve_device
@@ -47,10 +47,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default=None, help="smollm2 (default) | gemma3-270m | DIR | FILE.gguf | hub id")
     p.add_argument("--device", default="auto", choices=DEVICE_CHOICES)
     p.add_argument("--json", type=Path, help="write the results here")
+    p.add_argument(
+        "--checkpoint",
+        action="append",
+        default=[],
+        metavar="KIND=DIR",
+        help="use this checkpoint for a trained draft (default: the one shipped for the target)",
+    )
     return p
 
 
 def parse_config(args: argparse.Namespace) -> BenchConfig:
+    for item in args.checkpoint:
+        kind, sep, path = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--checkpoint takes KIND=DIR (e.g. moa=runs/moa), got {item!r}")
+        set_checkpoint(kind, Path(path))
     methods = tuple(dict.fromkeys(m.strip() for m in args.method.split(",") if m.strip()))
     for m in methods:
         if m not in PLAIN_METHODS:
@@ -88,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(runner: TargetRunner, prompts: list[list[int]], config: BenchConfig) -> dict[str, Any]:
     total = len(prompts) * len(config.methods)
     with tqdm(total=total, desc="moa-bench", unit="run", file=sys.stderr) as bar:
+
         def tick(method: str) -> None:
             bar.set_postfix_str(method)
             bar.update()

@@ -33,17 +33,26 @@ def hf_generate(runner: TargetRunner, prompt: list[int], config: DecodeConfig) -
     """transformers' own ``generate`` on the same model: the speed our ``ar`` must match."""
     ids = torch.tensor([prompt], device=runner.device)
     sampling = config.sampling
-    kwargs = {"do_sample": False} if sampling.greedy else {
-        "do_sample": True, "temperature": sampling.temperature, "top_k": sampling.top_k or None,
-        "top_p": sampling.top_p,
-    }
+    kwargs = (
+        {"do_sample": False}
+        if sampling.greedy
+        else {
+            "do_sample": True,
+            "temperature": sampling.temperature,
+            "top_k": sampling.top_k or None,
+            "top_p": sampling.top_p,
+        }
+    )
     t0 = time.perf_counter()
-    out = runner.model.generate(
-        ids, max_new_tokens=config.max_new_tokens, eos_token_id=sorted(runner.stop_ids),
-        pad_token_id=min(runner.stop_ids) if runner.stop_ids else None, **kwargs,
+    out = runner.model.generate(  # type: ignore[operator]
+        ids,
+        max_new_tokens=config.max_new_tokens,
+        eos_token_id=sorted(runner.stop_ids),
+        pad_token_id=min(runner.stop_ids) if runner.stop_ids else None,
+        **kwargs,
     )
     wall = time.perf_counter() - t0
-    new = out[0, len(prompt):].tolist()
+    new = out[0, len(prompt) :].tolist()
     cut = next((i for i, t in enumerate(new) if t in runner.stop_ids), len(new))
     gen = Generation(prompt_len=len(prompt), tokens=new[:cut], wall_s=wall)
     return gen

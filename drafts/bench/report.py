@@ -17,8 +17,16 @@ COLUMNS = (
     ("=ar", "{}"),
 )
 KEYS = (
-    None, "tau", "accept_rate", "tokens_per_s", "speedup", "target_forwards", "new_tokens",
-    "draft_ms_per_round", "verify_ms_per_round", "identical_to_ar",
+    None,
+    "tau",
+    "accept_rate",
+    "tokens_per_s",
+    "speedup",
+    "target_forwards",
+    "new_tokens",
+    "draft_ms_per_round",
+    "verify_ms_per_round",
+    "identical_to_ar",
 )
 
 
@@ -26,9 +34,14 @@ def format_table(result: dict[str, Any]) -> str:
     """A fixed-width table of the methods, then the oracle's ideal-speedup line if present."""
     rows = [[name for name, _ in COLUMNS]]
     for method, values in result["methods"].items():
-        rows.append([_cell(method if key is None else values.get(key), fmt) for key, (_, fmt) in zip(KEYS, COLUMNS)])
+        rows.append(
+            [
+                _cell(method if key is None else values.get(key), fmt)
+                for key, (_, fmt) in zip(KEYS, COLUMNS, strict=True)
+            ]
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
-    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows]
+    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     oracle = result["methods"].get("oracle", {})
     if "ideal_speedup" in oracle:
         lines.append(

@@ -58,9 +58,7 @@ def _humaneval() -> list[BenchPrompt]:
     with gzip.open(humaneval_jsonl(), "rt", encoding="utf-8") as file:
         rows = [json.loads(line) for line in file if line.strip()]
     return [
-        BenchPrompt(
-            row["task_id"], (Turn("user", HUMANEVAL_INSTRUCTION.format(prompt=row["prompt"].rstrip())),)
-        )
+        BenchPrompt(row["task_id"], (Turn("user", HUMANEVAL_INSTRUCTION.format(prompt=row["prompt"].rstrip())),))
         for row in rows
     ]
 
@@ -75,9 +73,7 @@ def _prompt_file(dataset: str) -> Path:
         return path
     if path.suffix in (".jsonl", ".json") or len(path.parts) > 1:
         raise DatasetError(f"prompt file {path} does not exist; check the path")
-    raise DatasetError(
-        f"unknown dataset {dataset!r}; use one of {', '.join(DATASETS)} or a path to a .jsonl file"
-    )
+    raise DatasetError(f"unknown dataset {dataset!r}; use one of {', '.join(DATASETS)} or a path to a .jsonl file")
 
 
 def _jsonl(path: Path) -> list[BenchPrompt]:
@@ -89,14 +85,11 @@ def _jsonl(path: Path) -> list[BenchPrompt]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DatasetError(
-                    f"{path} line {line_no}: not valid JSON ({exc}); fix or delete the line"
-                ) from exc
+                raise DatasetError(f"{path} line {line_no}: not valid JSON ({exc}); fix or delete the line") from exc
             prompts.append(_row_prompt(row, path, line_no))
     if not prompts:
         raise DatasetError(
-            f"{path} has no prompts; each line must be a JSON object with "
-            f'"turns", "prompt" or "conversations"'
+            f'{path} has no prompts; each line must be a JSON object with "turns", "prompt" or "conversations"'
         )
     return prompts
 

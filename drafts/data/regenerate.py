@@ -73,16 +73,12 @@ class ChatTemplate:
 class LlamaReplier:
     """A :data:`ReplyFn` backed by llama.cpp: greedy at temperature 0, plain sampling above."""
 
-    def __init__(
-        self, gguf_path: Path, *, temperature: float, max_new_tokens: int, n_threads: int, seed: int
-    ) -> None:
+    def __init__(self, gguf_path: Path, *, temperature: float, max_new_tokens: int, n_threads: int, seed: int) -> None:
         from llama_cpp import Llama
 
         if not gguf_path.is_file():
             raise ModelLoadError(f"GGUF file {gguf_path} does not exist; pass --gguf with an existing file")
-        self.llm = Llama(
-            model_path=str(gguf_path), n_ctx=N_CTX, n_threads=n_threads, verbose=False, seed=seed
-        )
+        self.llm = Llama(model_path=str(gguf_path), n_ctx=N_CTX, n_threads=n_threads, verbose=False, seed=seed)
         self.template = ChatTemplate(_metadata_template(self.llm.metadata, gguf_path), self._special_tokens())
         self.temperature = temperature
         self.max_new_tokens = max_new_tokens
@@ -254,9 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--max-user-turns", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--gguf", type=Path, default=None, help="target GGUF (default: SmolLM2-135M-Instruct)"
-    )
+    parser.add_argument("--gguf", type=Path, default=None, help="target GGUF (default: SmolLM2-135M-Instruct)")
     args = parser.parse_args(argv)
     if args.temperature < 0 or args.max_new_tokens < 1 or args.max_user_turns < 1 or args.threads < 1:
         parser.error("--temperature must be >= 0; --max-new-tokens, --max-user-turns and --threads >= 1")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from drafts.drafters.base import Drafter
 from drafts.drafters.lookup import PromptLookupDrafter
@@ -45,7 +46,47 @@ def drafter_names() -> list[str]:
 register(DrafterSpec("lookup", lambda runner, ref: PromptLookupDrafter(), description="prompt lookup (n-gram)"))
 register(
     DrafterSpec(
-        "oracle", lambda runner, ref: OracleDrafter(ref), needs_reference=True,
+        "oracle",
+        lambda runner, ref: OracleDrafter(ref),
+        needs_reference=True,
         description="replays the target's greedy output (bench only)",
     )
 )
+
+
+# -- trained drafts -------------------------------------------------------------------------
+_CHECKPOINTS: dict[str, Path] = {}  # kind -> checkpoint directory chosen by the user
+_LOADED: dict[tuple[int, str], object] = {}  # (id(runner), path) -> loaded model, one per process
+
+
+def set_checkpoint(kind: str, path: Path) -> None:
+    """Use the checkpoint in ``path`` for drafts of ``kind`` (instead of the shipped one)."""
+    _CHECKPOINTS[kind] = path
+
+
+def checkpoint_for(kind: str, runner: TargetRunner) -> Path:
+    from drafts.locations import shipped_checkpoint
+
+    return _CHECKPOINTS.get(kind) or shipped_checkpoint(runner.fingerprint.name, kind)
+
+
+def _build_neural(kind: str) -> Callable[[TargetRunner, list[int]], Drafter]:
+    def build(runner: TargetRunner, reference: list[int]) -> Drafter:
+        from drafts.neural.drafter import NeuralDrafter
+        from drafts.training.checkpoint import load_draft
+
+        path = checkpoint_for(kind, runner)
+        key = (id(runner), str(path))
+        if key not in _LOADED:
+            _LOADED[key] = load_draft(path, runner)
+        return NeuralDrafter(_LOADED[key], kind)  # type: ignore[arg-type]
+
+    return build
+
+
+for _kind, _text in (
+    ("moa", "Mixture of Attentions draft (trained)"),
+    ("eagle", "EAGLE-style feature draft (trained baseline)"),
+    ("independent", "independent small LM draft (trained baseline)"),
+):
+    register(DrafterSpec(_kind, _build_neural(_kind), description=_text))

@@ -46,7 +46,7 @@ class IndependentDraft(NeuralDraft):
         return rope_tables(positions, self.cfg.hidden // self.cfg.heads, DRAFT_ROPE_THETA)
 
     def _run(self, x: torch.Tensor, rope: Any, mask: torch.Tensor | None, cached: bool) -> torch.Tensor:
-        for block, cache in zip(self.blocks, self._caches):
+        for block, cache in zip(self.blocks, self._caches, strict=True):
             x = block(x, rope, mask, cache=cache if cached else None)
         return self.norm(x)
 

@@ -25,18 +25,29 @@ class MoAConfig:
     def __post_init__(self) -> None:
         if self.tli_layers != 0:
             raise ConfigError("Target Layer Inference with N > 0 is not implemented yet; use --tli 0")
-        for width, heads, kv in ((self.kv_width, self.lsa_heads, self.lsa_kv_heads), (self.hidden, self.heads, self.kv_heads)):
+        for width, heads, kv in (
+            (self.kv_width, self.lsa_heads, self.lsa_kv_heads),
+            (self.hidden, self.heads, self.kv_heads),
+        ):
             if width % heads or heads % kv:
                 raise ConfigError(f"width {width} with {heads} heads / {kv} kv heads does not divide evenly")
 
     @classmethod
-    def for_target(cls, layers: int, kv_width: int, hidden: int, intermediate: int = 768, lsa_intermediate: int = 512) -> MoAConfig:
+    def for_target(
+        cls, layers: int, kv_width: int, hidden: int, intermediate: int = 768, lsa_intermediate: int = 512
+    ) -> MoAConfig:
         lsa_heads = max(1, kv_width // 64)
         heads = max(1, hidden // 64)
         return cls(
-            target_layers=layers, kv_width=kv_width, hidden=hidden,
-            lsa_heads=lsa_heads, lsa_kv_heads=_kv_heads(lsa_heads), lsa_intermediate=lsa_intermediate,
-            heads=heads, kv_heads=_kv_heads(heads), intermediate=intermediate,
+            target_layers=layers,
+            kv_width=kv_width,
+            hidden=hidden,
+            lsa_heads=lsa_heads,
+            lsa_kv_heads=_kv_heads(lsa_heads),
+            lsa_intermediate=lsa_intermediate,
+            heads=heads,
+            kv_heads=_kv_heads(heads),
+            intermediate=intermediate,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -41,9 +41,9 @@ def default_config(kind: str, runner: TargetRunner) -> dict[str, Any]:
         fixed = _count(EagleDraft(base, _meta_parts(hidden)))
         return EagleConfig(layers, hidden, moa.heads, moa.kv_heads, _solve_width(budget, fixed, 3 * hidden)).to_dict()
     if kind == "independent":
-        base = IndependentConfig(hidden, moa.heads, moa.kv_heads, 0)
-        fixed = _count(IndependentDraft(base, _meta_parts(hidden)))
-        width = _solve_width(budget, fixed, 3 * hidden * base.layers)
+        indep = IndependentConfig(hidden, moa.heads, moa.kv_heads, 0)
+        fixed = _count(IndependentDraft(indep, _meta_parts(hidden)))
+        width = _solve_width(budget, fixed, 3 * hidden * indep.layers)
         return IndependentConfig(hidden, moa.heads, moa.kv_heads, width).to_dict()
     raise ConfigError(f"unknown draft kind {kind!r}; choose from {', '.join(KINDS)}")
 

@@ -9,6 +9,7 @@ target's full vocabulary, so the output distribution is unchanged.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -23,7 +24,7 @@ class TargetParts:
     embed_scale: float = 1.0  # Gemma scales embeddings by sqrt(H)
 
     @classmethod
-    def from_model(cls, model: nn.Module, d2t: torch.Tensor | None = None) -> TargetParts:
+    def from_model(cls, model: Any, d2t: torch.Tensor | None = None) -> TargetParts:
         """Take the parts from a Hugging Face causal LM (``d2t`` None: the full vocabulary)."""
         config = model.config.get_text_config()
         embed = model.get_input_embeddings()

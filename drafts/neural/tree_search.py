@@ -32,7 +32,9 @@ class _Node:
 def dynamic_tree(model: NeuralDraft, root: int, position: int, shape: DraftShape) -> DraftTree:
     """Grow and select an EAGLE-2 tree below ``root`` (at ``position``)."""
     device = model.parts.head_weight.device
-    logits, state = model.step(torch.tensor([root], device=device), torch.tensor([position], device=device), None, model.initial_state())
+    logits, state = model.step(
+        torch.tensor([root], device=device), torch.tensor([position], device=device), None, model.initial_state()
+    )
     nodes: list[_Node] = []
     ancestors: list[list[int]] = [[0]]  # scratch slot -> slots it may see (itself included)
     frontier = _expand(nodes, logits, [-1], [0.0], 1, shape.tree_top_k, model)
@@ -51,7 +53,12 @@ def dynamic_tree(model: NeuralDraft, root: int, position: int, shape: DraftShape
 
 
 def _expand(
-    nodes: list[_Node], logits: torch.Tensor, parents: list[int], scores: list[float], depth: int, k: int,
+    nodes: list[_Node],
+    logits: torch.Tensor,
+    parents: list[int],
+    scores: list[float],
+    depth: int,
+    k: int,
     model: NeuralDraft,
 ) -> list[int]:
     """Add each parent's top-k children; return the k best new nodes (the next frontier)."""
@@ -60,13 +67,15 @@ def _expand(
     ids = model.parts.to_target_ids(top.indices).tolist()
     new: list[int] = []
     for row, parent in enumerate(parents):
-        for token, lp in zip(ids[row], top.values[row].tolist()):
+        for token, lp in zip(ids[row], top.values[row].tolist(), strict=True):
             nodes.append(_Node(token, parent, depth, scores[row] + lp))
             new.append(len(nodes) - 1)
     return sorted(new, key=lambda i: -nodes[i].score)[:k]
 
 
-def _scratch_mask(nodes: list[_Node], frontier: list[int], ancestors: list[list[int]], device: torch.device) -> torch.Tensor:
+def _scratch_mask(
+    nodes: list[_Node], frontier: list[int], ancestors: list[list[int]], device: torch.device
+) -> torch.Tensor:
     """Give the frontier nodes scratch slots; (n, S) mask of the slots each may see."""
     for i in frontier:
         parent = nodes[i].parent

@@ -53,7 +53,9 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(cfg.hidden, cfg.kv_heads * hs, bias=False)
         self.o_proj = nn.Linear(cfg.heads * hs, cfg.hidden, bias=False)
 
-    def project_kv(self, memory: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    def project_kv(
+        self, memory: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys (after RoPE) and values of ``memory`` (B, S, C) -> each (B, n_kv, S, hs)."""
         B, S, _ = memory.shape
         k = self.k_proj(memory).view(B, S, self.cfg.kv_heads, -1).transpose(1, 2)  # (B, n_kv, S, hs)
@@ -61,7 +63,11 @@ class Attention(nn.Module):
         return apply_rope(k, *rope), v
 
     def attend(
-        self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], k: torch.Tensor, v: torch.Tensor,
+        self,
+        x: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+        k: torch.Tensor,
+        v: torch.Tensor,
         mask: torch.Tensor | None,
     ) -> torch.Tensor:
         """Queries from ``x`` (B, T, C) over keys/values (B, n_kv, S, hs); mask (B or 1, 1, T, S)."""
@@ -97,7 +103,10 @@ class DecoderBlock(nn.Module):
         self.mlp = MLP(cfg)
 
     def forward(
-        self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], mask: torch.Tensor | None,
+        self,
+        x: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+        mask: torch.Tensor | None,
         cache: KVCache | None = None,
     ) -> torch.Tensor:
         """``x`` (B, T, C); with ``cache`` its keys/values are appended and all are attended."""
@@ -123,12 +132,18 @@ class CrossBlock(nn.Module):
         self.post_attention_layernorm = RMSNorm(cfg.hidden, cfg.eps)
         self.mlp = MLP(cfg)
 
-    def memory_kv(self, memory: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    def memory_kv(
+        self, memory: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys/values of memory vectors (B, S, C): computed once per verified token."""
         return self.cross_attn.project_kv(self.input_layernorm(memory), rope)
 
     def forward(
-        self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], k: torch.Tensor, v: torch.Tensor,
+        self,
+        x: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+        k: torch.Tensor,
+        v: torch.Tensor,
         mask: torch.Tensor | None,
     ) -> torch.Tensor:
         x = x + self.cross_attn.attend(self.input_layernorm(x), rope, k, v, mask)

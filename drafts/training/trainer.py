@@ -59,7 +59,9 @@ class TrainState:
 
 
 class Trainer:
-    def __init__(self, model: NeuralDraft, runner: TargetRunner, conversations: list[Conversation], cfg: TrainConfig, out: Path) -> None:
+    def __init__(
+        self, model: NeuralDraft, runner: TargetRunner, conversations: list[Conversation], cfg: TrainConfig, out: Path
+    ) -> None:
         self.model, self.runner, self.cfg, self.out = model, runner, cfg, out
         self.conversations = conversations
         self.request = model.needs.union(ActivationRequest(hidden_layers=(runner.num_layers,)))
@@ -74,7 +76,7 @@ class Trainer:
         if not path.exists():
             raise CheckpointError(f"--resume: {path} does not exist; start without --resume")
         saved = torch.load(path, weights_only=False)
-        self.model.load_state_dict(saved["model"], strict=False)
+        self.model.load_state_dict(saved["model"], strict=True)
         self.optimizer.load_state_dict(saved["optimizer"])
         self.generator.set_state(saved["generator"])
         self.state = TrainState(**saved["state"])
@@ -92,7 +94,9 @@ class Trainer:
         os.replace(tmp, self.out / STATE_FILE)
 
     # -- loop ----------------------------------------------------------------------------
-    def run(self, training_info: dict[str, Any], on_step: Callable[[TrainState, int], None] = lambda s, n: None) -> TrainState:
+    def run(
+        self, training_info: dict[str, Any], on_step: Callable[[TrainState, int], None] = lambda s, n: None
+    ) -> TrainState:
         self.model.train()
         while self.state.tokens_seen < self.cfg.tokens:
             t0 = time.perf_counter()

@@ -13,7 +13,9 @@ import torch
 from drafts.training.tokenize import Sequence
 
 
-def frequent_tokens(sequences: Iterable[Sequence], size: int, vocab_size: int, always: Iterable[int] = ()) -> tuple[torch.Tensor, float]:
+def frequent_tokens(
+    sequences: Iterable[Sequence], size: int, vocab_size: int, always: Iterable[int] = ()
+) -> tuple[torch.Tensor, float]:
     """(d2t: the ``size`` most frequent response token ids sorted, coverage of response tokens)."""
     counts = torch.zeros(vocab_size, dtype=torch.long)
     for seq in sequences:

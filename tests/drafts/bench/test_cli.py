@@ -1,0 +1,173 @@
+"""``moa-bench`` end to end on a tiny model, and its input errors, which must come before any model load."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from drafts.bench import cli
+from drafts.target.loading import LoadedTarget
+from tests.tiny_targets import FakeTokenizer, tiny_model, tiny_runner
+
+JSON_KEYS = {
+    "tau",
+    "accept_rate",
+    "tokens_per_s",
+    "speedup",
+    "target_forwards",
+    "new_tokens",
+    "per_position_acceptance",
+    "draft_ms_per_round",
+    "verify_ms_per_round",
+    "identical_to_ar",
+}
+
+
+@pytest.fixture
+def loads(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
+    """Targets ``main`` asked for; each load gives a tiny random Llama."""
+    asked: list[str | None] = []
+
+    def load_target(spec: str | None, device: torch.device, dtype: torch.dtype) -> LoadedTarget:
+        asked.append(spec)
+        runner = tiny_runner(tiny_model("llama", seed=5), eos_token_id=63)
+        return LoadedTarget(runner.model, FakeTokenizer(eos_token_id=63), runner.fingerprint)
+
+    monkeypatch.setattr(cli, "load_target", load_target)
+    return asked
+
+
+@pytest.fixture
+def prompts_file(tmp_path: Path) -> Path:
+    path = tmp_path / "prompts.jsonl"
+    path.write_text('{"prompt": "count to ten"}\n{"turns": ["name three fruits"]}\n', encoding="utf-8")
+    return path
+
+
+def test_a_run_prints_the_table_and_writes_every_statistic_as_json(
+    loads: list[str | None], prompts_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "results" / "bench.json"
+
+    options = ["--method", "lookup,oracle", "--max-new-tokens", "8", "--device", "cpu"]
+    code = cli.main([*options, "--dataset", str(prompts_file), "--json", str(out)])
+
+    assert code == 0 and loads == [None]
+    written = json.loads(out.read_text())
+    assert set(written["methods"]) == {"ar", "lookup", "oracle"}  # ar is always measured
+    for name, stats in written["methods"].items():
+        assert set(stats) >= JSON_KEYS, name
+    assert written["methods"]["oracle"]["identical_to_ar"] is True
+    assert written["config"]["prompts"] == 2 and written["config"]["draft_shape"] == "chain 4"
+    table = capsys.readouterr().out
+    assert table.splitlines()[0].split()[:2] == ["method", "tau"]
+    assert "oracle: ideal speedup" in table
+
+
+def test_a_tree_shape_reaches_the_benchmark(
+    loads: list[str | None], prompts_file: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "bench.json"
+
+    options = ["--method", "ar,lookup", "--limit", "1", "--tree", "2,2,4", "--max-new-tokens", "4"]
+    code = cli.main([*options, "--dataset", str(prompts_file), "--json", str(out)])
+
+    assert code == 0
+    assert json.loads(out.read_text())["config"]["draft_shape"] == "tree 2,2,4"
+
+
+def run_failing(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """Run ``main``; it must return 2; the stderr message."""
+    assert cli.main(argv) == 2
+    return capsys.readouterr().err
+
+
+def test_an_unknown_method_is_an_error_that_lists_the_choices(
+    loads: list[str | None], prompts_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = run_failing(["--method", "ar,nope", "--dataset", str(prompts_file)], capsys)
+
+    assert "moa-bench: error: unknown method 'nope'; choose from ar, generate, " in err
+    assert "lookup" in err and "oracle" in err
+    assert loads == []
+
+
+@pytest.mark.parametrize("tree", ["4,4", "a,b,c", "4,0,16"])
+def test_a_malformed_tree_is_an_error_with_an_example(
+    loads: list[str | None], prompts_file: Path, capsys: pytest.CaptureFixture[str], tree: str
+) -> None:
+    err = run_failing(["--tree", tree, "--dataset", str(prompts_file)], capsys)
+
+    assert "moa-bench: error: --tree takes DEPTH,TOPK,TOTAL" in err and "4,4,16" in err
+    assert loads == []
+
+
+def test_a_missing_dataset_file_is_an_error(
+    loads: list[str | None], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nowhere.jsonl"
+
+    err = run_failing(["--dataset", str(missing)], capsys)
+
+    assert f"prompt file {missing} does not exist" in err
+    assert loads == []
+
+
+def test_an_empty_jsonl_file_is_an_error(
+    loads: list[str | None], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n", encoding="utf-8")
+
+    err = run_failing(["--dataset", str(empty)], capsys)
+
+    assert f"{empty} has no prompts" in err
+    assert loads == []
+
+
+def test_malformed_jsonl_is_an_error_that_names_the_line(
+    loads: list[str | None], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"prompt": "fine"}\n{"prompt": "no closing brace"\n', encoding="utf-8")
+
+    err = run_failing(["--dataset", str(broken)], capsys)
+
+    assert f"{broken} line 2: not valid JSON" in err
+    assert loads == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--max-new-tokens", "0"], "--max-new-tokens must be >= 1"),
+        (["--temperature", "-1"], "temperature must be >= 0"),
+        (["--limit", "0"], "--limit must be >= 1"),
+        (["--chain", "-2"], "--chain must be >= 0"),
+        (["--checkpoint", "moa"], "--checkpoint takes KIND=DIR"),
+    ],
+)
+def test_invalid_options_are_errors_before_any_model_load(
+    loads: list[str | None],
+    prompts_file: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    err = run_failing([*argv, "--dataset", str(prompts_file)], capsys)
+
+    assert message in err
+    assert loads == []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_a_missing_cuda_device_is_an_error_before_any_model_load(
+    loads: list[str | None], prompts_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = run_failing(["--device", "cuda", "--dataset", str(prompts_file)], capsys)
+
+    assert "--device cuda, but torch sees no CUDA GPU here" in err
+    assert loads == []
