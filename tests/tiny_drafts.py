@@ -43,7 +43,11 @@ def tiny_target_runner(model: PreTrainedModel, tokenizer: Any = None, name: str 
 
 
 def random_draft(
-    kind: str, runner: TargetRunner, seed: int = 0, d2t: torch.Tensor | None = None, config: dict[str, Any] | None = None
+    kind: str,
+    runner: TargetRunner,
+    seed: int = 0,
+    d2t: torch.Tensor | None = None,
+    config: dict[str, Any] | None = None,
 ) -> NeuralDraft:
     """A ``kind`` draft for ``runner``'s target with PyTorch's default (seeded) initialisation."""
     torch.manual_seed(seed)

@@ -96,7 +96,7 @@ def clean_turns(raw_turns: object) -> tuple[Turn, ...]:
 
 def has_exchange(turns: tuple[Turn, ...]) -> bool:
     """Whether some user turn is directly answered by an assistant turn."""
-    return any(a.role == "user" and b.role == "assistant" for a, b in zip(turns, turns[1:], strict=True))
+    return any(a.role == "user" and b.role == "assistant" for a, b in zip(turns, turns[1:], strict=False))
 
 
 def iter_sharegpt(path: Path | None = None) -> Iterator[Conversation]:

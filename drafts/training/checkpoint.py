@@ -76,7 +76,10 @@ def load_draft(path: Path, runner: TargetRunner) -> NeuralDraft:
         ) from exc
     parts = TargetParts.from_model(runner.model, tensors.pop("d2t"))
     model = build_draft(meta["kind"], meta["config"], parts)
-    missing, unexpected = model.load_state_dict(tensors, strict=True)
+    try:  # strict=False: missing/unexpected names become the CheckpointError below, not a RuntimeError
+        missing, unexpected = model.load_state_dict(tensors, strict=False)
+    except RuntimeError as exc:  # same names, other shapes: the config.json does not match the weights
+        raise CheckpointError(f"{path}: weights do not match its {CONFIG_FILE} ({exc}); retrain or restore it") from exc
     if missing or unexpected:
         raise CheckpointError(
             f"{path}: weights do not match a {meta['kind']} draft (missing {missing}, unexpected {unexpected})"

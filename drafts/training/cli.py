@@ -62,10 +62,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _train(args: argparse.Namespace, argv: list[str]) -> int:
-    if not args.resume and (args.out / STATE_FILE).exists():
-        raise CheckpointError(
-            f"{args.out} already holds a training run; pass --resume to continue it or choose another --out"
-        )
+    _check_out(args)
     conversations = load_training_conversations(args.data)
     device = resolve_device(args.device)
     runner = TargetRunner(load_target(args.target, device, torch.float32))
@@ -105,6 +102,22 @@ def _train(args: argparse.Namespace, argv: list[str]) -> int:
     return 0
 
 
+def _check_out(args: argparse.Namespace) -> None:
+    """Refuse a wrong ``--out``/``--resume`` before anything slow (data, target) is loaded."""
+    if not args.resume and (args.out / STATE_FILE).exists():
+        raise CheckpointError(
+            f"{args.out} already holds a training run; pass --resume to continue it or choose another --out"
+        )
+    if args.resume:
+        if not (args.out / STATE_FILE).exists():
+            raise CheckpointError(
+                f"--resume: {args.out} holds no training run ({STATE_FILE} is missing); start without --resume"
+            )
+        kind = read_meta(args.out)["kind"]
+        if kind != args.draft:
+            raise CheckpointError(f"{args.out} holds a {kind} draft, not {args.draft}; pass --draft {kind}")
+
+
 def _new_model(
     args: argparse.Namespace, runner: TargetRunner, conversations: list[Any], cfg: TrainConfig
 ) -> tuple[NeuralDraft, dict[str, Any]]:
@@ -123,8 +136,6 @@ def _resumed_model(args: argparse.Namespace, runner: TargetRunner) -> tuple[Neur
 
     meta = read_meta(args.out)
     check_fingerprint(args.out, TargetFingerprint.from_dict(meta["target"]), runner.fingerprint)
-    if meta["kind"] != args.draft:
-        raise CheckpointError(f"{args.out} holds a {meta['kind']} draft, not {args.draft}; pass --draft {meta['kind']}")
     d2t = load_file(str(args.out / WEIGHTS_FILE))["d2t"]
     model = build_draft(meta["kind"], meta["config"], TargetParts.from_model(runner.model, d2t))
     coverage = meta["training"].get("draft_vocab_coverage")

@@ -23,8 +23,13 @@ PROMPT = random_tokens(10, seed=5)
 DRAFTED = [7, 30, 2, 51]  # the root, then three drafted tokens
 ATOL = 1e-5
 SMOLLM2 = LlamaConfig(
-    vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-    num_attention_heads=9, num_key_value_heads=3, head_dim=64,
+    vocab_size=49152,
+    hidden_size=576,
+    intermediate_size=1536,
+    num_hidden_layers=30,
+    num_attention_heads=9,
+    num_key_value_heads=3,
+    head_dim=64,
 )
 
 

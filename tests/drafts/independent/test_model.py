@@ -22,8 +22,13 @@ PROMPT = random_tokens(10, seed=6)
 DRAFTED = [7, 30, 2, 51]  # the root, then three drafted tokens
 ATOL = 1e-5
 SMOLLM2 = LlamaConfig(
-    vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-    num_attention_heads=9, num_key_value_heads=3, head_dim=64,
+    vocab_size=49152,
+    hidden_size=576,
+    intermediate_size=1536,
+    num_hidden_layers=30,
+    num_attention_heads=9,
+    num_key_value_heads=3,
+    head_dim=64,
 )
 
 
@@ -41,7 +46,9 @@ def draft(runner: TargetRunner) -> IndependentDraft:
 
 def predicted_logits(model: IndependentDraft, tokens: list[int]) -> torch.Tensor:
     T = len(tokens)
-    batch = TrainBatch(torch.tensor([tokens]), torch.zeros(1, T, dtype=torch.bool), torch.zeros(1, T, model.parts.hidden))
+    batch = TrainBatch(
+        torch.tensor([tokens]), torch.zeros(1, T, dtype=torch.bool), torch.zeros(1, T, model.parts.hidden)
+    )
     with torch.no_grad():
         return model.parts.logits(model.predict(batch, 0.0, None)[0])  # (T, Dv)
 
@@ -71,7 +78,9 @@ def trainable(kind: str, config: dict[str, object], hidden: int) -> int:
 
 
 @pytest.mark.parametrize("target", ["tiny", "smollm2"])
-def test_the_independent_draft_has_moas_trainable_parameters_within_ten_percent(runner: TargetRunner, target: str) -> None:
+def test_the_independent_draft_has_moas_trainable_parameters_within_ten_percent(
+    runner: TargetRunner, target: str
+) -> None:
     geometry = runner if target == "tiny" else SimpleNamespace(config=SMOLLM2)
     hidden = geometry.config.hidden_size
 

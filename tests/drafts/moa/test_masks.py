@@ -64,10 +64,14 @@ def test_the_cross_attention_mask_shows_query_i_the_target_state_up_to_its_start
     for b in range(2):
         for i in range(12):
             assert mask[b, 0, i].tolist() == [j <= STARTS[b, i] for j in range(12)]
+    assert mask[0, 0, 8].nonzero().flatten().tolist() == [0, 1, 2, 3, 4, 5, 6]  # 2 tokens ahead of the state
+    assert mask[1, 0, 8].nonzero().flatten().tolist() == [0, 1, 2, 3, 4]  # 4 ahead: the period
 
 
 def test_the_cross_attention_mask_never_shows_a_token_its_own_or_later_target_state() -> None:
-    starts = verification_starts(random_loss_masks(16, 40, seed=2), sample_periods(16, torch.Generator().manual_seed(3)))
+    starts = verification_starts(
+        random_loss_masks(16, 40, seed=2), sample_periods(16, torch.Generator().manual_seed(3))
+    )
 
     mask = cross_attention_mask(starts)[:, 0]  # (B, T, T)
 
@@ -87,11 +91,16 @@ def test_the_staircase_mask_shows_row_i_the_tokens_after_its_start_up_to_itself(
         for i in range(12):
             expected = [STARTS[b, i] < j <= i or j == i for j in range(12)]
             assert mask[b, 0, i].tolist() == expected
-    assert mask[0, 0, 8].nonzero().flatten().tolist() == [7, 8]  # start 6: tokens 7 and 8
+    rows = {(0, 0): [0], (0, 1): [1], (0, 4): [4], (0, 6): [4, 5, 6], (0, 9): [7, 8, 9], (0, 11): [10, 11]}
+    rows |= {(1, 4): [2, 3, 4], (1, 8): [5, 6, 7, 8], (1, 11): [9, 10, 11]}
+    for (b, i), visible in rows.items():
+        assert mask[b, 0, i].nonzero().flatten().tolist() == visible
 
 
 def test_no_staircase_row_is_empty() -> None:
-    starts = verification_starts(random_loss_masks(16, 40, seed=4), sample_periods(16, torch.Generator().manual_seed(5)))
+    starts = verification_starts(
+        random_loss_masks(16, 40, seed=4), sample_periods(16, torch.Generator().manual_seed(5))
+    )
 
     mask = self_attention_mask(starts, torch.ones(16, dtype=torch.bool))
 
@@ -108,7 +117,9 @@ def test_without_the_staircase_the_self_attention_mask_is_causal() -> None:
 
 
 @pytest.mark.parametrize(("progress", "probability"), [(0.0, 1.0), (0.25, 0.5), (0.5, 0.0), (0.75, 0.0), (1.0, 0.0)])
-def test_the_staircase_probability_anneals_from_one_to_zero_by_mid_training(progress: float, probability: float) -> None:
+def test_the_staircase_probability_anneals_from_one_to_zero_by_mid_training(
+    progress: float, probability: float
+) -> None:
     assert staircase_probability(progress) == pytest.approx(probability)
 
 

@@ -34,17 +34,22 @@ def runner() -> TargetRunner:
 def grouped_query_config(runner: TargetRunner) -> dict[str, object]:
     """A MoA with several (grouped) heads in every attention (the tiny default has one head each)."""
     return MoAConfig(
-        target_layers=runner.num_layers, kv_width=64, hidden=64, lsa_heads=4, lsa_kv_heads=2, lsa_intermediate=96,
-        heads=4, kv_heads=2, intermediate=96,
+        target_layers=runner.num_layers,
+        kv_width=64,
+        hidden=64,
+        lsa_heads=4,
+        lsa_kv_heads=2,
+        lsa_intermediate=96,
+        heads=4,
+        kv_heads=2,
+        intermediate=96,
     ).to_dict()
 
 
-CONFIGS = {"default": lambda runner: None, "grouped-query": grouped_query_config}
-
-
-@pytest.fixture(scope="module", params=sorted(CONFIGS))
+@pytest.fixture(scope="module", params=["default", "grouped-query"])
 def draft(request: pytest.FixtureRequest, runner: TargetRunner) -> MoADraft:
-    model = random_draft("moa", runner, seed=1, config=CONFIGS[request.param](runner))
+    config = grouped_query_config(runner) if request.param == "grouped-query" else None
+    model = random_draft("moa", runner, seed=1, config=config)
     assert isinstance(model, MoADraft)
     return model
 

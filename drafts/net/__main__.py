@@ -1,0 +1,3 @@
+from drafts.net.cli import main
+
+raise SystemExit(main())

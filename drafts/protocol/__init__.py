@@ -1,0 +1,61 @@
+"""The verifier protocol, sans I/O: what the client (``app/``) and the server (``server_stub/``) both speak.
+
+    messages.py  the messages, as domain values (MessageType, ErrorCode, Hello ... Bye)
+    tensors.py   tensor payloads: explicit dtype and shape, raw bytes; int8 quantisation
+    codec.py     one binary frame per message: encode / decode with Limits
+    state.py     the session state machines: ServerProtocol, ClientProtocol
+
+Nothing here opens a socket or imports websockets; the asyncio shells live with their ends.
+"""
+
+from __future__ import annotations
+
+from drafts.protocol.codec import Limits, decode, encode
+from drafts.protocol.messages import (
+    PROTOCOL_VERSION,
+    Bye,
+    Capabilities,
+    Error,
+    ErrorCode,
+    Hello,
+    Message,
+    MessageType,
+    Needs,
+    Prefill,
+    Prefilled,
+    Rewind,
+    Rewound,
+    Timings,
+    Verified,
+    Verify,
+    Welcome,
+)
+from drafts.protocol.state import Answered, ClientProtocol, FrameRejected, ServerProtocol, SessionState
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "Answered",
+    "Bye",
+    "Capabilities",
+    "ClientProtocol",
+    "Error",
+    "ErrorCode",
+    "FrameRejected",
+    "Hello",
+    "Limits",
+    "Message",
+    "MessageType",
+    "Needs",
+    "Prefill",
+    "Prefilled",
+    "Rewind",
+    "Rewound",
+    "ServerProtocol",
+    "SessionState",
+    "Timings",
+    "Verified",
+    "Verify",
+    "Welcome",
+    "decode",
+    "encode",
+]

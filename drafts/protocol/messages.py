@@ -1,0 +1,370 @@
+"""The verifier protocol's messages: domain values, each named as what it is.
+
+A session, in order (client = the user's machine running the draft, server = the verifier)::
+
+    client                                  server
+    Hello(target, draft, needs)       ->
+                                      <-    Welcome(session, capabilities)   or a fatal Error
+    Prefill(id, tokens)               ->                                     append committed tokens
+                                      <-    Prefilled(id, committed, activations)
+    Verify(id, root, tree, q)         ->                                     one target pass over the tree
+                                      <-    Verified(id, accepted path, next token, activations)
+    Rewind(id, length)                ->                                     drop tokens after ``length``
+                                      <-    Rewound(id, committed)
+    Bye()                             ->
+
+Every request (Prefill, Verify, Rewind) gets exactly one reply: its result or an Error with its
+``request_id``. Requests may be pipelined; the server handles them in order. ``committed`` is
+always the server's committed length after the request. Activations are those of the tokens
+the request committed, one row per token, keyed as in ``Needs``: ``"kv"`` (m, L, W),
+``"hidden:<layer>"`` (m, H), ``"memory"`` (m, H) for a compressed draft input; an int8-quantised
+entry ``name`` comes with ``name + ".scale"`` (see :mod:`drafts.protocol.tensors`).
+
+Messages check their own invariants (tensor dtypes and shapes, ranges) at construction and raise
+:class:`~drafts.errors.MalformedFrameError`, so a bad message is refused the same way whether it
+was built locally or decoded off the wire. How they are laid out in bytes lives in
+:mod:`drafts.protocol.codec`; the scalar field types are the ones JSON carries.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import ClassVar
+
+import torch
+
+from drafts.acceptance import Acceptance
+from drafts.errors import ErrorCode, MalformedFrameError
+from drafts.sampling import SamplingConfig
+from drafts.target.activations import ActivationRequest
+from drafts.tree import DraftTree
+
+PROTOCOL_VERSION = 1  # the message set below; bump on any change to a message or its meaning
+
+TOKEN_DTYPES = (torch.int64,)  # token ids, tree indices: torch's index dtype
+PROB_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+ACTIVATION_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int8)
+
+
+class MessageType(Enum):
+    HELLO = "hello"
+    WELCOME = "welcome"
+    PREFILL = "prefill"
+    PREFILLED = "prefilled"
+    VERIFY = "verify"
+    VERIFIED = "verified"
+    REWIND = "rewind"
+    REWOUND = "rewound"
+    ERROR = "error"
+    BYE = "bye"
+
+
+# -- parts of messages ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Needs:
+    """Which target activations the client's draft reads (what the server must send back)."""
+
+    hidden_layers: tuple[int, ...] = ()  # indices into hidden_states (0 = embeddings, L = final)
+    all_layer_kv: bool = False  # every layer's K/V per token, "kv" (m, L, W)
+    compressed: str | None = None  # name of a compact per-token input the server computes ("memory")
+
+    def __post_init__(self) -> None:
+        if any(layer < 0 for layer in self.hidden_layers) or len(set(self.hidden_layers)) != len(self.hidden_layers):
+            raise MalformedFrameError(f"needs.hidden_layers must be distinct ints >= 0, got {self.hidden_layers}")
+
+    @classmethod
+    def of(cls, request: ActivationRequest, compressed: str | None = None) -> Needs:
+        return cls(request.hidden_layers, request.all_layer_kv, compressed)
+
+    @property
+    def request(self) -> ActivationRequest:
+        return ActivationRequest(self.hidden_layers, self.all_layer_kv)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a server offers a session: the client sizes its requests by these."""
+
+    max_context: int  # tokens the session may commit
+    max_tree_nodes: int  # drafted nodes one Verify may carry
+    max_frame_bytes: int  # largest frame the server accepts
+    payload: str  # activation encoding it sends: "float16", "bfloat16", "float32" or "int8"
+    batching: bool  # whether it batches verifies of several sessions into one forward pass
+
+    def __post_init__(self) -> None:
+        _require_positive("capabilities", max_context=self.max_context, max_tree_nodes=self.max_tree_nodes)
+        _require_positive("capabilities", max_frame_bytes=self.max_frame_bytes)
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Where a reply's time went on the server, in milliseconds."""
+
+    queue_ms: float = 0.0  # waiting for the model (batching, other sessions)
+    forward_ms: float = 0.0  # the target's forward pass
+
+    def __post_init__(self) -> None:
+        for name, value in (("queue_ms", self.queue_ms), ("forward_ms", self.forward_ms)):
+            if not math.isfinite(value) or value < 0:
+                raise MalformedFrameError(f"timings.{name} must be a finite number >= 0, got {value}")
+
+
+# -- client -> server ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hello:
+    """Opens a session: who the client is, which target it expects and what its draft needs."""
+
+    TYPE: ClassVar[MessageType] = MessageType.HELLO
+    protocol_version: int
+    client: str  # e.g. "moa-chat/0.1.0", for the server's logs
+    target: Mapping[str, str | int]  # TargetFingerprint.to_dict() the draft was trained against
+    draft_id: str  # which draft (architecture + checkpoint) runs on the client
+    needs: Needs
+    resume_session: str | None = None  # a session_id to continue after a dropped connection
+    resume_length: int | None = None  # the committed length the client holds for that session
+
+    def __post_init__(self) -> None:
+        _require_non_negative("hello", protocol_version=self.protocol_version)
+        if not self.draft_id:
+            raise MalformedFrameError("hello.draft_id is empty; name the draft the client runs")
+        if self.resume_length is not None:
+            if self.resume_session is None:
+                raise MalformedFrameError("hello.resume_length needs resume_session; send both or neither")
+            _require_non_negative("hello", resume_length=self.resume_length)
+
+
+@dataclass(frozen=True, eq=False)  # eq=False: tensors do not compare with ==
+class Prefill:
+    """Append ``tokens`` to the session; the server replies with their activations."""
+
+    TYPE: ClassVar[MessageType] = MessageType.PREFILL
+    request_id: int
+    tokens: torch.Tensor  # (n,) int64 token ids
+
+    def __post_init__(self) -> None:
+        _require_non_negative("prefill", request_id=self.request_id)
+        _require_tokens("prefill.tokens", self.tokens)
+
+
+@dataclass(frozen=True, eq=False)
+class Verify:
+    """Verify a draft tree below ``root_token`` (see :mod:`drafts.tree` for the layout)."""
+
+    TYPE: ClassVar[MessageType] = MessageType.VERIFY
+    request_id: int
+    root_token: int  # the newest token the server has not processed (last round's next_token)
+    tokens: torch.Tensor  # (N,) int64 token ids of nodes 1..N
+    parents: torch.Tensor  # (N,) int64 tree index of each node's parent, parents[i] <= i
+    q: torch.Tensor | None  # (N, V) draft distributions the nodes were sampled from; None = deterministic
+    sampling: SamplingConfig
+
+    def __post_init__(self) -> None:
+        _require_non_negative("verify", request_id=self.request_id, root_token=self.root_token)
+        _require_tokens("verify.tokens", self.tokens)
+        _require_tensor("verify.parents", self.parents, TOKEN_DTYPES, (self.tokens.shape[0],))
+        above = torch.arange(self.parents.shape[0])  # (N,) parents[i] must be in [0, i]
+        if bool(((self.parents < 0) | (self.parents > above)).any()):
+            raise MalformedFrameError("verify.parents[i] must be in [0, i]: list parents before their children")
+        if self.q is not None:
+            _require_tensor("verify.q", self.q, PROB_DTYPES, (self.tokens.shape[0], None))
+            if self.q.shape[1] == 0 or not bool(((self.q >= 0) & torch.isfinite(self.q)).all()):
+                raise MalformedFrameError("verify.q must hold finite probabilities >= 0 over a non-empty vocabulary")
+
+    @classmethod
+    def of(cls, request_id: int, root_token: int, tree: DraftTree, sampling: SamplingConfig) -> Verify:
+        tokens = torch.tensor(tree.tokens, dtype=torch.int64)
+        parents = torch.tensor(tree.parents, dtype=torch.int64)
+        return cls(request_id, root_token, tokens, parents, tree.q, sampling)
+
+    @property
+    def tree(self) -> DraftTree:
+        return DraftTree(tuple(self.tokens.tolist()), tuple(self.parents.tolist()), self.q)
+
+
+@dataclass(frozen=True)
+class Rewind:
+    """Drop everything after the first ``length`` committed tokens (repair after offline generation)."""
+
+    TYPE: ClassVar[MessageType] = MessageType.REWIND
+    request_id: int
+    length: int
+
+    def __post_init__(self) -> None:
+        _require_non_negative("rewind", request_id=self.request_id, length=self.length)
+
+
+@dataclass(frozen=True)
+class Bye:
+    """The client ends the session; the server may forget it."""
+
+    TYPE: ClassVar[MessageType] = MessageType.BYE
+
+
+# -- server -> client ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Welcome:
+    """The server accepts a Hello: the session is open."""
+
+    TYPE: ClassVar[MessageType] = MessageType.WELCOME
+    protocol_version: int
+    session_id: str  # send as Hello.resume_session to continue after a dropped connection
+    target: Mapping[str, str | int]  # the server's TargetFingerprint.to_dict()
+    capabilities: Capabilities
+    resumed: bool  # True: the session named in Hello continues
+    committed: int  # tokens the server holds for this session (0 for a new one)
+
+    def __post_init__(self) -> None:
+        _require_non_negative("welcome", protocol_version=self.protocol_version, committed=self.committed)
+        if not self.session_id:
+            raise MalformedFrameError("welcome.session_id is empty; every session needs an id")
+
+
+@dataclass(frozen=True, eq=False)
+class Prefilled:
+    """The reply to Prefill: activations of the prefilled tokens."""
+
+    TYPE: ClassVar[MessageType] = MessageType.PREFILLED
+    request_id: int
+    committed: int
+    activations: Mapping[str, torch.Tensor] = field(default_factory=dict)  # name -> (n, ...)
+    timings: Timings = Timings()
+
+    def __post_init__(self) -> None:
+        _require_non_negative("prefilled", request_id=self.request_id, committed=self.committed)
+        _require_activations("prefilled", self.activations, rows=None)
+
+
+@dataclass(frozen=True, eq=False)
+class Verified:
+    """The reply to Verify: the accepted path, the target's next token, activations of the new tokens."""
+
+    TYPE: ClassVar[MessageType] = MessageType.VERIFIED
+    request_id: int
+    accepted: torch.Tensor  # (a,) int64 tree indices of the accepted path, root's child first
+    next_token: int  # the target's token after the path (bonus or correction): the next root
+    committed: int
+    activations: Mapping[str, torch.Tensor] = field(default_factory=dict)  # name -> (1 + a, ...) root + path
+    timings: Timings = Timings()
+
+    def __post_init__(self) -> None:
+        _require_non_negative("verified", request_id=self.request_id, next_token=self.next_token)
+        _require_non_negative("verified", committed=self.committed)
+        _require_tensor("verified.accepted", self.accepted, TOKEN_DTYPES, (None,))
+        if self.accepted.numel() and not bool((self.accepted[0] >= 1) & (self.accepted.diff() > 0).all()):
+            raise MalformedFrameError("verified.accepted must be increasing tree indices >= 1 (a root-to-leaf path)")
+        _require_activations("verified", self.activations, rows=1 + self.accepted.shape[0])
+
+    @classmethod
+    def of(
+        cls,
+        request_id: int,
+        acceptance: Acceptance,
+        committed: int,
+        activations: Mapping[str, torch.Tensor] | None = None,
+        timings: Timings | None = None,
+    ) -> Verified:
+        accepted = torch.tensor(acceptance.path, dtype=torch.int64)
+        return cls(request_id, accepted, acceptance.next_token, committed, activations or {}, timings or Timings())
+
+    @property
+    def acceptance(self) -> Acceptance:
+        return Acceptance(tuple(self.accepted.tolist()), self.next_token)
+
+
+@dataclass(frozen=True)
+class Rewound:
+    """The reply to Rewind."""
+
+    TYPE: ClassVar[MessageType] = MessageType.REWOUND
+    request_id: int
+    committed: int
+
+    def __post_init__(self) -> None:
+        _require_non_negative("rewound", request_id=self.request_id, committed=self.committed)
+
+
+@dataclass(frozen=True)
+class Error:
+    """A refusal: of one request (``request_id``) or of the session (``fatal``: the sender closes)."""
+
+    TYPE: ClassVar[MessageType] = MessageType.ERROR
+    request_id: int | None
+    code: ErrorCode
+    message: str  # says what to change
+    fatal: bool
+
+    def __post_init__(self) -> None:
+        if self.request_id is not None:
+            _require_non_negative("error", request_id=self.request_id)
+
+
+Request = Prefill | Verify | Rewind
+Reply = Prefilled | Verified | Rewound | Error
+ClientMessage = Hello | Prefill | Verify | Rewind | Bye
+ServerMessage = Welcome | Prefilled | Verified | Rewound | Error
+Message = ClientMessage | ServerMessage
+
+REPLY_TYPES: dict[MessageType, MessageType] = {
+    MessageType.PREFILL: MessageType.PREFILLED,
+    MessageType.VERIFY: MessageType.VERIFIED,
+    MessageType.REWIND: MessageType.REWOUND,
+}
+
+
+# -- checks --------------------------------------------------------------------------------------
+
+MAX_INT = 2**53 - 1  # the largest int every JSON peer reads exactly
+
+
+def _require_non_negative(where: str, **values: int) -> None:
+    for name, value in values.items():
+        if not 0 <= value <= MAX_INT:
+            raise MalformedFrameError(f"{where}.{name} must be an int in [0, 2**53), got {value}")
+
+
+def _require_positive(where: str, **values: int) -> None:
+    for name, value in values.items():
+        if not 0 < value <= MAX_INT:
+            raise MalformedFrameError(f"{where}.{name} must be an int in [1, 2**53), got {value}")
+
+
+def _require_tensor(
+    where: str, tensor: torch.Tensor, dtypes: tuple[torch.dtype, ...], shape: tuple[int | None, ...]
+) -> None:
+    """``tensor`` has one of ``dtypes`` and ``shape`` (None matches any size)."""
+    if tensor.dtype not in dtypes:
+        names = ", ".join(str(d).removeprefix("torch.") for d in dtypes)
+        raise MalformedFrameError(f"{where} must be {names}, got {str(tensor.dtype).removeprefix('torch.')}")
+    if tensor.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, tensor.shape, strict=True)):
+        want = ", ".join("*" if s is None else str(s) for s in shape)
+        raise MalformedFrameError(f"{where} must have shape ({want}), got {tuple(tensor.shape)}")
+
+
+def _require_tokens(where: str, tokens: torch.Tensor) -> None:
+    _require_tensor(where, tokens, TOKEN_DTYPES, (None,))
+    if bool((tokens < 0).any()):
+        raise MalformedFrameError(f"{where} holds negative token ids")
+
+
+def _require_activations(where: str, activations: Mapping[str, torch.Tensor], rows: int | None) -> None:
+    """Activation tensors share their first dimension (one row per token), ``rows`` if given."""
+    for name, tensor in activations.items():
+        if tensor.dtype not in ACTIVATION_DTYPES or tensor.ndim == 0:
+            raise MalformedFrameError(
+                f"{where}.activations[{name!r}] must be a float or int8 tensor with a token dimension, "
+                f"got {str(tensor.dtype).removeprefix('torch.')} of shape {tuple(tensor.shape)}"
+            )
+        rows = tensor.shape[0] if rows is None else rows
+        if tensor.shape[0] != rows:
+            raise MalformedFrameError(
+                f"{where}.activations[{name!r}] has {tensor.shape[0]} rows, expected {rows}: one per committed token"
+            )

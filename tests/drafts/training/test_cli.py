@@ -1,0 +1,108 @@
+"""``moa-train`` end to end on a tiny model, and its input errors, which must come before any model load."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from drafts.target.loading import LoadedTarget
+from drafts.training import cli
+from drafts.training.checkpoint import CONFIG_FILE, load_draft
+from drafts.training.trainer import STATE_FILE
+from tests.chat_tokenizer import ChatTokenizer
+from tests.drafts.training.conversations import CHATS
+from tests.tiny_drafts import tiny_llama, tiny_target_runner
+
+
+@pytest.fixture
+def loads(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
+    """Targets ``main`` asked for; each load gives the tiny random Llama with the chat tokenizer."""
+    asked: list[str | None] = []
+
+    def load_target(spec: str | None, device: torch.device, dtype: torch.dtype) -> LoadedTarget:
+        asked.append(spec)
+        runner = tiny_target_runner(tiny_llama(seed=0), ChatTokenizer())
+        return LoadedTarget(runner.model, runner.tokenizer, runner.fingerprint)
+
+    monkeypatch.setattr(cli, "load_target", load_target)
+    return asked
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    path = tmp_path / "chats.jsonl"
+    rows = [
+        {"id": str(i), "conversations": [{"from": "human", "value": q}, {"from": "gpt", "value": a}]}
+        for i, (q, a) in enumerate(CHATS)
+    ]
+    rows.append({"id": "unanswered", "conversations": [{"from": "human", "value": "anyone?"}]})  # skipped
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def train(data: Path, out: Path, *options: str) -> int:
+    return cli.main(["--data", str(data), "--out", str(out), "--device", "cpu", "--accum", "1", *options])
+
+
+def test_a_run_writes_a_checkpoint_that_loads_and_a_resumed_run_continues_it(
+    loads: list[str | None], data: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+
+    assert train(data, out, "--draft", "eagle", "--tokens", "120", "--draft-vocab", "32") == 0
+
+    first = json.loads((out / CONFIG_FILE).read_text())
+    assert first["kind"] == "eagle" and first["draft_vocab"] == 32
+    assert 0 < first["training"]["draft_vocab_coverage"] <= 1
+    runner = tiny_target_runner(tiny_llama(seed=0), ChatTokenizer())
+    assert load_draft(out, runner).parts.draft_vocab == 32
+
+    assert train(data, out, "--draft", "eagle", "--tokens", "240", "--resume") == 0
+
+    resumed = json.loads((out / CONFIG_FILE).read_text())["training"]["state"]
+    assert resumed["tokens_seen"] >= 240 and resumed["step"] > first["training"]["state"]["step"]
+    assert loads == [None, None]
+
+
+def test_an_out_directory_holding_a_run_is_refused_without_resume(
+    loads: list[str | None], data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / STATE_FILE).write_bytes(b"")
+
+    assert train(data, tmp_path, "--tokens", "100") == 2
+
+    assert "already holds a training run; pass --resume" in capsys.readouterr().err
+    assert loads == []
+
+
+def test_resuming_an_empty_directory_is_refused(
+    loads: list[str | None], data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert train(data, tmp_path / "empty", "--tokens", "100", "--resume") == 2
+
+    assert "start without --resume" in capsys.readouterr().err
+    assert loads == []
+
+
+def test_resuming_a_run_of_another_draft_kind_is_refused(
+    loads: list[str | None], data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert train(data, tmp_path, "--draft", "independent", "--tokens", "60", "--draft-vocab", "0") == 0
+    capsys.readouterr()
+
+    assert train(data, tmp_path, "--draft", "moa", "--tokens", "120", "--resume") == 2
+
+    assert "holds a independent draft, not moa; pass --draft independent" in capsys.readouterr().err
+    assert loads == [None]
+
+
+def test_a_missing_data_file_is_refused(
+    loads: list[str | None], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert train(tmp_path / "missing.jsonl", tmp_path / "run", "--tokens", "100") == 2
+
+    assert "does not exist; use --data sharegpt" in capsys.readouterr().err
+    assert loads == []

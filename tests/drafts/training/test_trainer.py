@@ -1,0 +1,108 @@
+"""The training loop on a tiny random Llama with a character-level chat tokenizer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from drafts.errors import CheckpointError
+from drafts.neural.base import NeuralDraft
+from drafts.neural.factory import KINDS
+from drafts.target.runner import TargetRunner
+from drafts.training.losses import distillation_loss
+from drafts.training.tokenize import tokenize_conversation
+from drafts.training.trainer import STATE_FILE, TrainConfig, Trainer, TrainState
+from tests.chat_tokenizer import ChatTokenizer
+from tests.drafts.training.conversations import conversations
+from tests.tiny_drafts import random_draft, target_batch, tiny_llama, tiny_target_runner
+
+
+@pytest.fixture(scope="module")
+def runner() -> TargetRunner:
+    return tiny_target_runner(tiny_llama(seed=0), ChatTokenizer())
+
+
+def evaluation_loss(model: NeuralDraft, runner: TargetRunner, cfg: TrainConfig) -> float:
+    """The loss on the first conversation with fixed random draws (no staircase, fixed periods)."""
+    seq = tokenize_conversation(runner.tokenizer, conversations()[0], cfg.max_len)
+    assert seq is not None
+    batch = target_batch(runner, seq.ids.tolist(), seq.loss_mask.tolist())
+    with torch.no_grad():
+        pred = model.predict(batch, 1.0, torch.Generator().manual_seed(0))
+        return distillation_loss(pred, batch.target_hidden, batch.loss_mask, model.parts, cfg.weights)[1]["loss"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_loss_falls_when_training_on_one_repeated_conversation(
+    runner: TargetRunner, kind: str, tmp_path: Path
+) -> None:
+    chats = conversations()[:1]
+    seq = tokenize_conversation(runner.tokenizer, chats[0], 512)
+    assert seq is not None
+    cfg = TrainConfig(tokens=30 * len(seq.ids), accum=1, lr=3e-3, warmup_steps=3, checkpoint_every=1000)
+    model = random_draft(kind, runner, seed=0)
+    trainer = Trainer(model, runner, chats, cfg, tmp_path)
+    before = evaluation_loss(model, runner, cfg)
+
+    state = trainer.run({})
+
+    assert state.step == 30
+    assert evaluation_loss(model, runner, cfg) < 0.7 * before
+
+
+def small_run(tokens: int, checkpoint_every: int) -> TrainConfig:
+    """Two conversations (~100 tokens) per optimizer step until ``tokens`` have been seen."""
+    return TrainConfig(tokens=tokens, accum=2, lr=3e-3, warmup_steps=2, checkpoint_every=checkpoint_every, seed=3)
+
+
+class Interrupted(Exception):
+    pass
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_interrupted_and_resumed_run_ends_with_the_weights_of_an_uninterrupted_one(
+    runner: TargetRunner, kind: str, tmp_path: Path
+) -> None:
+    cfg = small_run(tokens=700, checkpoint_every=3)  # seven steps, two epochs of the four conversations
+    whole = random_draft(kind, runner, seed=1)
+    steps = Trainer(whole, runner, conversations(), cfg, tmp_path / "whole").run({}).step
+    assert steps > 4
+
+    def stop_after_the_checkpoint(state: TrainState, n_tokens: int) -> None:  # killed after step 4
+        if state.step == 4:
+            raise Interrupted
+
+    with pytest.raises(Interrupted):
+        Trainer(random_draft(kind, runner, seed=1), runner, conversations(), cfg, tmp_path / "split").run(
+            {}, stop_after_the_checkpoint
+        )
+    resumed_model = random_draft(kind, runner, seed=99)  # a new process: other initial weights
+    resumed = Trainer(resumed_model, runner, conversations(), cfg, tmp_path / "split")
+    resumed.resume()
+    assert resumed.state.step == 3  # the last checkpoint
+
+    state = resumed.run({})
+
+    assert state.step == steps
+    expected = dict(whole.named_parameters())
+    for name, parameter in resumed_model.named_parameters():
+        assert torch.equal(parameter, expected[name]), name
+
+
+def test_a_run_trains_until_its_token_budget_and_leaves_its_state(runner: TargetRunner, tmp_path: Path) -> None:
+    cfg = small_run(tokens=250, checkpoint_every=100)
+
+    state = Trainer(random_draft("moa", runner), runner, conversations(), cfg, tmp_path).run({})
+
+    assert state.tokens_seen >= 250 and state.tokens_seen - 250 < 2 * 63  # stops at the step that crosses it
+    assert (tmp_path / STATE_FILE).is_file()
+
+
+def test_resuming_without_a_saved_run_is_refused_with_a_fix(runner: TargetRunner, tmp_path: Path) -> None:
+    cfg = small_run(tokens=100, checkpoint_every=1)
+    trainer = Trainer(random_draft("moa", runner), runner, conversations(), cfg, tmp_path)
+
+    with pytest.raises(CheckpointError, match="without --resume"):
+        trainer.resume()
