@@ -19,7 +19,7 @@ from drafts.target.runner import TargetRunner
 
 @dataclass(frozen=True)
 class BenchConfig:
-    methods: tuple[str, ...]  # must include "ar" (runs first on each prompt); the rest rotate
+    methods: tuple[str, ...]  # must include "ar"; the order rotates from prompt to prompt
     decode: DecodeConfig
     ideal_repeats: int = 3  # timings of the 1-token vs (gamma+1)-token forward per prompt (oracle)
 
@@ -36,18 +36,18 @@ def run_benchmark(
     ideal: list[tuple[float, float]] = []
     _warm_up(runner, prompts[0], config.decode)
     for i, prompt in enumerate(prompts):
-        ar = run_method("ar", runner, prompt, config.decode, None)
-        stats["ar"].add(ar, None)
-        tick("ar")
-        reference = ar.tokens if greedy else _greedy_reference(runner, prompt, config)
-        for name in _rotated([m for m in config.methods if m != "ar"], i):
-            gen = run_method(name, runner, prompt, config.decode, reference)
-            ref = ar.tokens if greedy else None
+        reference = _reference(runner, prompt, config)
+        runs = {}
+        for name in _rotated(list(config.methods), i):  # every method, ar included, takes turns first
+            runs[name] = run_method(name, runner, prompt, config.decode, reference)
+            tick(name)
+        ar_tokens = runs["ar"].tokens if greedy else None
+        for name, gen in runs.items():
+            ref = None if name == "ar" else ar_tokens
             if name == "generate":
                 stats[name].add_plain(gen.tokens, gen.wall_s, len(gen.tokens), ref)
             else:
                 stats[name].add(gen, ref)
-            tick(name)
         if "oracle" in config.methods:
             ideal.append(measure_step_times(runner, prompt, config.decode.shape.gamma, config.ideal_repeats))
     return _summarise(stats, ideal, config)
@@ -87,8 +87,8 @@ def _summarise(stats: dict[str, MethodStats], ideal: list[tuple[float, float]], 
     return {"methods": methods}
 
 
-def _greedy_reference(runner: TargetRunner, prompt: list[int], config: BenchConfig) -> list[int] | None:
-    """At T>0 only drafters that replay the greedy output (the oracle) need it."""
+def _reference(runner: TargetRunner, prompt: list[int], config: BenchConfig) -> list[int] | None:
+    """The target's greedy output (untimed), for drafters that replay it (the oracle)."""
     if not any(drafter_spec(m).needs_reference for m in config.methods if m not in PLAIN_METHODS):
         return None
     greedy = replace(config.decode, sampling=replace(config.decode.sampling, temperature=0.0))

@@ -14,6 +14,9 @@ reorder bytes and a retransmitted chunk holds back the ones behind it, as in TCP
 deliverer sleeps until each time and writes. A direction's token bucket is shared by all
 connections: the bandwidth belongs to the link, not to each connection.
 
+Timing is as good as the event loop's timers, which epoll keeps to whole milliseconds rounded
+up: each delivery comes out up to 1-2 ms late, never early, so a profile's delays are floors.
+
 Going offline closes the listening socket, so new connects are refused, and resets every open
 connection both ways (RST, not FIN: each end sees the link fail, not a polite close). Going
 back online listens again on the same port.
@@ -107,6 +110,7 @@ class LinkShaper:
         self._bytes = dict.fromkeys(Direction, 0)
         self._connections = 0
         self._cut = 0
+        self._switching = asyncio.Lock()  # one switch at a time: going online awaits the listener
 
     @classmethod
     async def start(
@@ -141,15 +145,16 @@ class LinkShaper:
         Coming back online listens on the same port again; should another program have taken
         it meanwhile, the OSError propagates and the shaper stays offline.
         """
-        if profile.offline and not self._profile.offline:
-            self._profile = profile
-            self._stop_listening()
-            self._cut += self._reset_all()
-        elif self._profile.offline and not profile.offline:
-            await self._listen(self._port)
-            self._profile = profile
-        else:
-            self._profile = profile
+        async with self._switching:
+            if profile.offline and not self._profile.offline:
+                self._profile = profile
+                self._stop_listening()
+                self._cut += self._reset_all()
+            elif self._profile.offline and not profile.offline:
+                await self._listen(self._port)
+                self._profile = profile
+            else:
+                self._profile = profile
 
     def stats(self) -> LinkStats:
         return LinkStats(

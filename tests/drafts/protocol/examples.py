@@ -27,8 +27,13 @@ from drafts.protocol.messages import (
 from drafts.protocol.tensors import encode_tensor
 from drafts.sampling import SamplingConfig
 
-TARGET: dict[str, str | int] = {"name": "SmolLM2-135M-Instruct", "num_layers": 30, "hidden_size": 576, "vocab_size": 49152,
-          "tokenizer_hash": "0123456789abcdef"}  # fmt: skip
+TARGET: dict[str, str | int] = {
+    "name": "SmolLM2-135M-Instruct",
+    "num_layers": 30,
+    "hidden_size": 576,
+    "vocab_size": 49152,
+    "tokenizer_hash": "0123456789abcdef",
+}
 
 
 def hello(**changes: object) -> Hello:

@@ -166,7 +166,8 @@ def test_sampling_settings_out_of_range_are_a_bad_frame() -> None:
 
 
 def test_an_unknown_error_code_is_a_bad_frame() -> None:
-    header: dict[str, Any] = {"type": "error", "request_id": None, "code": "TEAPOT", "message": "", "fatal": False, "tensors": []}
+    header: dict[str, Any] = {"type": "error", "request_id": None, "code": "TEAPOT", "message": "", "fatal": False}
+    header["tensors"] = []
 
     assert "error.code 'TEAPOT' is unknown" in str(_refused(_frame(header)))
 
