@@ -81,15 +81,21 @@ class MoADraft(NeuralDraft):
         self._memory.reset()
         self._committed = 0
 
+    def memory_of(self, acts: Activations) -> torch.Tensor:
+        """(n, H) memory vectors: compressed here from the all-layer KV, or already by a verifier."""
+        if acts.memory is not None:
+            return acts.memory
+        assert acts.kv is not None, "MoA needs the target's all-layer keys/values or their memory vectors"
+        return self.compress(acts.kv[None])[0]
+
     @torch.inference_mode()
     def observe(self, committed: list[int], start: int, acts: Activations) -> None:
-        assert acts.kv is not None, "MoA needs the target's all-layer keys/values"
         n = len(committed)
         device = self.parts.head_weight.device
         rope = self._rope(torch.arange(start, start + n, device=device)[None])
         e = self.parts.embed_tokens(torch.tensor([committed], device=device))  # (1, n, H)
         self.self_attention(e, rope, tail_causal_mask(n, self._committed, device), cache=self._sa_cache)
-        memory = self.compress(acts.kv[None].to(e.dtype))  # (1, n, H): once per verified token
+        memory = self.memory_of(acts).to(e.dtype)[None]  # (1, n, H): once per verified token
         self._memory.append(*self.cross_attention.memory_kv(memory, rope))
         self._committed = self._sa_cache.length
 

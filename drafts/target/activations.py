@@ -39,8 +39,10 @@ class Activations:
 
     hidden: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> (m, H)
     kv: torch.Tensor | None = None  # (m, L, 2 * n_kv * head_dim)
+    memory: torch.Tensor | None = None  # (m, H) MoA memory vectors, when a server compressed the KV already
 
     def select(self, rows: torch.Tensor | slice) -> Activations:
         """The same activations for a subset of the tokens."""
         kv = None if self.kv is None else self.kv[rows]
-        return Activations({k: v[rows] for k, v in self.hidden.items()}, kv)
+        memory = None if self.memory is None else self.memory[rows]
+        return Activations({k: v[rows] for k, v in self.hidden.items()}, kv, memory)
