@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default=None, help="smollm2 (default) | gemma3-270m | DIR | FILE.gguf | hub id")
     p.add_argument("--device", default="auto", choices=DEVICE_CHOICES)
     p.add_argument("--json", type=Path, help="write the results here")
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: torch's choice)")
     p.add_argument(
         "--checkpoint",
         action="append",
@@ -78,6 +79,8 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     try:
         config = parse_config(args)
         prompts = load_prompts(args.dataset, args.limit)

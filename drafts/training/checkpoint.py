@@ -7,6 +7,7 @@ message naming both targets.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -87,6 +88,22 @@ def load_draft(path: Path, runner: TargetRunner) -> NeuralDraft:
     return model.to(device=runner.device, dtype=runner.dtype).eval()
 
 
+def draft_id(path: Path) -> str:
+    """The draft's identity on the wire (``Hello.draft_id``): its kind and a hash of its weights file.
+
+    The client and the verifier compare it when the server runs part of the draft (MoA's memory).
+    """
+    meta = read_meta(path)
+    digest = hashlib.sha256()
+    try:
+        with open(path / WEIGHTS_FILE, "rb") as weights:
+            for chunk in iter(lambda: weights.read(2**20), b""):
+                digest.update(chunk)
+    except OSError as exc:
+        raise CheckpointError(f"cannot read {path / WEIGHTS_FILE}: {exc}; the checkpoint is incomplete") from exc
+    return f"{meta['kind']}-{digest.hexdigest()[:16]}"
+
+
 def check_fingerprint(path: Path, trained: TargetFingerprint, loaded: TargetFingerprint) -> None:
     if trained != loaded:
         raise CheckpointError(
@@ -110,4 +127,4 @@ def _atomic(path: Path, write: Any) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["check_fingerprint", "load_draft", "read_meta", "save_draft"]
+__all__ = ["check_fingerprint", "draft_id", "load_draft", "read_meta", "save_draft"]

@@ -1,0 +1,1 @@
+"""Target backends: the interface (``base``) and its implementations."""

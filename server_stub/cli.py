@@ -1,0 +1,112 @@
+"""``moa-server``: load the target (and the MoA server part), then serve until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+from pathlib import Path
+
+from drafts.errors import MoaError
+from drafts.target.device import DEVICE_CHOICES, default_dtype, resolve_device
+from drafts.target.loading import load_target
+from drafts.target.runner import TargetRunner
+from server_stub.backend.draft_memory import MemoryCompressor
+from server_stub.backend.transformers_backend import TransformersBackend, TransformersBackendConfig
+from server_stub.config import ServerConfig
+from server_stub.logs import configure_logging, log_event
+from server_stub.server import VerifierServer
+
+log = logging.getLogger("server_stub")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    d = ServerConfig()
+    p = argparse.ArgumentParser(
+        prog="moa-server",
+        description="The moa-chat verifier: runs the target model, verifies the drafts clients send over WebSockets.",
+    )
+    p.add_argument("--target", default=None, help="alias (smollm2, gemma3-270m), .gguf, directory or hub id")
+    p.add_argument("--device", default=d.device, choices=DEVICE_CHOICES)
+    p.add_argument("--draft-checkpoint", type=Path, default=None, help="MoA checkpoint whose memory is computed here")
+    p.add_argument("--host", default=d.host, help="address to listen on; anything but loopback needs --token-file")
+    p.add_argument("--port", type=int, default=d.port)
+    p.add_argument("--token-file", type=Path, default=None, help="file with the bearer token clients must send")
+    p.add_argument("--certfile", type=Path, default=None, help="TLS certificate (serves wss://); needs --keyfile")
+    p.add_argument("--keyfile", type=Path, default=None)
+    p.add_argument("--max-sessions", type=int, default=d.max_sessions)
+    p.add_argument("--max-context", type=int, default=None, help="tokens per session (default: the target's window)")
+    p.add_argument("--max-tree", type=int, default=d.max_tree, help="drafted nodes per verify")
+    p.add_argument("--max-frame-bytes", type=int, default=d.max_frame_bytes)
+    p.add_argument("--max-batch", type=int, default=d.max_batch, help="sessions verified in one forward pass")
+    p.add_argument("--idle-timeout", type=float, default=d.idle_timeout, help="seconds")
+    p.add_argument("--kv-memory-mb", type=int, default=None, help="KV cache budget; LRU sessions evicted beyond it")
+    p.add_argument("--resume-grace", type=float, default=d.resume_grace, help="seconds a dropped session waits")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    return p
+
+
+def config_from(args: argparse.Namespace) -> ServerConfig:
+    return ServerConfig(
+        target=args.target,
+        device=args.device,
+        draft_checkpoint=args.draft_checkpoint,
+        host=args.host,
+        port=args.port,
+        token_file=args.token_file,
+        certfile=args.certfile,
+        keyfile=args.keyfile,
+        max_sessions=args.max_sessions,
+        max_context=args.max_context,
+        max_tree=args.max_tree,
+        max_frame_bytes=args.max_frame_bytes,
+        max_batch=args.max_batch,
+        idle_timeout=args.idle_timeout,
+        kv_memory_mb=args.kv_memory_mb,
+        resume_grace=args.resume_grace,
+    )
+
+
+def load_backend(config: ServerConfig) -> TransformersBackend:
+    """The target (and the MoA server part, if asked) on the chosen device."""
+    device = resolve_device(config.device)
+    runner = TargetRunner(load_target(config.target, device, default_dtype(device)))
+    compressor = MemoryCompressor.load(config.draft_checkpoint, runner) if config.draft_checkpoint else None
+    return TransformersBackend(runner, backend_config(config), compressor)
+
+
+def backend_config(config: ServerConfig) -> TransformersBackendConfig:
+    """The server's limits, as the transformers backend takes them."""
+    return TransformersBackendConfig(config.max_context, config.max_tree, config.max_batch, config.kv_memory_bytes)
+
+
+async def serve(config: ServerConfig, backend: TransformersBackend) -> None:
+    """Serve until SIGINT or SIGTERM, then close cleanly."""
+    server = VerifierServer(config, backend)
+    await server.start()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, _stop, server, sig)
+    await server.serve_forever()
+
+
+def _stop(server: VerifierServer, sig: signal.Signals) -> None:
+    log_event(log, "server.signal", signal=sig.name)
+    asyncio.get_running_loop().create_task(server.close())
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    configure_logging(getattr(logging, args.log_level.upper()))
+    try:
+        config = config_from(args)
+        backend = load_backend(config)
+        asyncio.run(serve(config, backend))
+    except MoaError as exc:
+        log_event(log, "server.error", logging.ERROR, error=str(exc))
+        return 2
+    except OSError as exc:  # the port is taken, a certificate unreadable
+        log_event(log, "server.error", logging.ERROR, error=f"{exc}; pick another --port or check the files")
+        return 2
+    return 0

@@ -1,0 +1,366 @@
+"""One client connection: the thin websockets shell around a sans-I/O :class:`ServerProtocol`.
+
+    handshake  Hello -> target, draft and needs checked, session opened or resumed -> Welcome,
+               or a fatal Error that says what to change, then close
+    serve      the reader turns frames into protocol events on a queue; the processor answers
+               them in order, one at a time, through the inference worker (never on this loop)
+    finish     Bye closes the session; a drop, an idle timeout or a fatal error detach it, and
+               it waits ``resume_grace`` seconds for a Hello with ``resume_session``
+
+Every failure of a request becomes an Error reply for that request and the connection goes on;
+only the protocol's fatal errors (before Welcome, or a version mismatch) end it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+
+from drafts.errors import ErrorCode
+from drafts.protocol import (
+    PROTOCOL_VERSION,
+    Bye,
+    Capabilities,
+    Error,
+    FrameRejected,
+    Hello,
+    Limits,
+    Prefill,
+    Prefilled,
+    Rewind,
+    Rewound,
+    ServerProtocol,
+    SessionState,
+    Timings,
+    Verified,
+    Verify,
+    Welcome,
+)
+from server_stub.backend.base import MEMORY, BackendCapabilities, TargetBackend, VerifyJob
+from server_stub.config import ServerConfig
+from server_stub.errors import (
+    DraftUnsupportedError,
+    ServerError,
+    SessionUnknownError,
+    TargetMismatchError,
+    error_code,
+)
+from server_stub.logs import log_event
+from server_stub.payloads import to_wire
+from server_stub.sessions import SessionRecord, SessionRegistry
+from server_stub.worker import InferenceWorker
+
+log = logging.getLogger(__name__)
+MAX_PIPELINED = 32  # requests queued per connection before the reader stops reading (backpressure)
+_STOP = object()  # the processor's end-of-queue marker
+
+
+@dataclass(frozen=True)
+class Services:
+    """What every connection of a server shares."""
+
+    config: ServerConfig
+    worker: InferenceWorker
+    registry: SessionRegistry
+    backend_caps: BackendCapabilities  # what the backend offers
+    limits: Limits
+    capabilities: Capabilities  # what Welcome announces
+
+
+class Connection:
+    """Serves one websocket; see the module docstring."""
+
+    def __init__(self, websocket: ServerConnection, services: Services) -> None:
+        self.ws = websocket
+        self.services = services
+        self.protocol = ServerProtocol(services.limits)
+        self.record: SessionRecord | None = None
+        self.peer = str(websocket.remote_address)
+        self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=MAX_PIPELINED)
+        self._busy = False  # the processor is answering a request
+        self._bye = False  # the client ended the session
+        self._superseded = False  # another connection resumed this one's session
+        self._closing: asyncio.Task[None] | None = None
+
+    async def run(self) -> None:
+        try:
+            if await self._handshake():
+                await self._serve()
+        except ConnectionClosed:
+            pass  # a dropped client: its session waits for a resume
+        finally:
+            await self._finish()
+
+    def supersede(self) -> None:
+        self._superseded = True
+        reason = "session resumed on another connection"
+        self._closing = asyncio.get_running_loop().create_task(self.ws.close(1000, reason))
+
+    # -- handshake -------------------------------------------------------------------------------
+    async def _handshake(self) -> bool:
+        try:
+            frame = await asyncio.wait_for(self.ws.recv(), self.services.config.idle_timeout)
+        except TimeoutError:
+            return False
+        for event in self.protocol.receive(_as_bytes(frame)):
+            if isinstance(event, FrameRejected):
+                log_event(log, "handshake.rejected", logging.WARNING, peer=self.peer, code=event.error.code.value)
+                await self.ws.send(event.reply)
+            elif isinstance(event, Hello):
+                return await self._welcome(event)
+        return False
+
+    async def _welcome(self, hello: Hello) -> bool:
+        try:
+            self._check_target(hello)
+            self._check_draft(hello)
+            resumed, committed = await self._attach(hello)
+        except ServerError as exc:
+            log_event(log, "session.refused", logging.WARNING, peer=self.peer, code=exc.code.value, reason=str(exc))
+            await self.ws.send(self.protocol.send(Error(None, exc.code, str(exc), fatal=True)))
+            return False
+        assert self.record is not None
+        target, capabilities = self.services.backend_caps.target.to_dict(), self.services.capabilities
+        welcome = Welcome(PROTOCOL_VERSION, self.record.session_id, target, capabilities, resumed, committed)
+        await self.ws.send(self.protocol.send(welcome))
+        log_event(
+            log,
+            "session.open",
+            session=self.record.session_id,
+            peer=self.peer,
+            resumed=resumed,
+            committed=committed,
+            client=hello.client,
+            draft=hello.draft_id,
+            sessions=len(self.services.registry),
+        )
+        return True
+
+    def _check_target(self, hello: Hello) -> None:
+        ours = self.services.backend_caps.target
+        theirs = dict(hello.target)
+        if theirs != ours.to_dict():
+            raise TargetMismatchError(
+                f"this server runs {_describe(ours.to_dict())}, but the client's draft was trained for "
+                f"{_describe(theirs)}; connect to a server started with that target (moa-server --target ...), "
+                f"or use a draft trained for {ours.name}"
+            )
+
+    def _check_draft(self, hello: Hello) -> None:
+        if hello.needs.compressed != MEMORY:
+            return  # raw activations: any draft of this target can read them
+        served = self.services.backend_caps.memory_draft_id
+        if served is None:
+            raise DraftUnsupportedError(
+                f"the client's draft {hello.draft_id} asks for MoA memory vectors, but this server loaded no MoA "
+                "checkpoint; start moa-server with --draft-checkpoint DIR (the client's checkpoint), or have the "
+                "client ask for the raw all-layer kv"
+            )
+        if served != hello.draft_id:
+            raise DraftUnsupportedError(
+                f"this server computes MoA memory for draft {served}, but the client runs {hello.draft_id}; use "
+                f"checkpoint {served} on the client, or restart moa-server with --draft-checkpoint set to the client's"
+            )
+
+    async def _attach(self, hello: Hello) -> tuple[bool, int]:
+        """(resumed, committed) for the session this connection now owns."""
+        registry = self.services.registry
+        if hello.resume_session is not None:
+            record = registry.resume(hello.resume_session, hello.needs, self)
+            if record is not None:
+                self.record = record
+                committed = await self._resume_length(record.session_id, hello.resume_length)
+                if committed is not None:
+                    return True, committed
+                registry.expire(record.session_id)
+                self.record = None
+            notice = (
+                f"session {hello.resume_session} cannot be resumed (it expired after {registry.grace:g} s, its state "
+                "was evicted, or it was opened for another draft); a new session follows: replay the conversation"
+            )
+            await self.ws.send(self.protocol.send(Error(None, ErrorCode.SESSION_UNKNOWN, notice, fatal=False)))
+        record = registry.new(hello.needs, self)
+        try:
+            await self.services.worker.call(lambda backend: backend.open(record.session_id, hello.needs))
+        except ServerError:
+            registry.remove(record.session_id)
+            raise
+        self.record = record
+        return False, 0
+
+    async def _resume_length(self, session_id: str, client_length: int | None) -> int | None:
+        """The resumed session's committed length, cut back to what the client holds; None if unusable."""
+
+        def settle(backend: TargetBackend) -> int | None:
+            committed = backend.committed(session_id)
+            if client_length is None or client_length == committed:
+                return committed
+            if client_length < committed:  # replies lost with the connection: the client never saw those
+                return backend.rewind(session_id, client_length)
+            return None  # the client holds more than the server ever committed: start over
+
+        try:
+            committed, _ = await self.services.worker.call(settle)
+        except SessionUnknownError:
+            return None
+        return committed
+
+    # -- serving ---------------------------------------------------------------------------------
+    async def _serve(self) -> None:
+        processor = asyncio.create_task(self._process())
+        try:
+            await self._read()
+            await self._queue.put(_STOP)
+            await processor  # answer what was asked before Bye or a fatal error
+        finally:
+            processor.cancel()
+
+    async def _read(self) -> None:
+        while self.protocol.state is SessionState.OPEN:
+            try:
+                frame = await asyncio.wait_for(self.ws.recv(), self.services.config.idle_timeout)
+            except TimeoutError:
+                if self._busy or not self._queue.empty():
+                    continue  # the client is waiting for us, not idle
+                await self._close_idle()
+                return
+            for event in self.protocol.receive(_as_bytes(frame)):
+                await self._queue.put(event)
+
+    async def _close_idle(self) -> None:
+        assert self.record is not None
+        message = (
+            f"no request for {self.services.config.idle_timeout:g} s: the server closes idle connections to free "
+            f"capacity; reconnect with resume_session={self.record.session_id} within "
+            f"{self.services.registry.grace:g} s to continue"
+        )
+        log_event(log, "connection.idle", session=self.record.session_id, peer=self.peer)
+        await self.ws.send(self.protocol.send(Error(None, ErrorCode.BUSY, message, fatal=True)))
+
+    async def _process(self) -> None:
+        while (item := await self._queue.get()) is not _STOP:
+            if self._superseded:  # the session belongs to another connection now: touch it no more
+                return
+            self._busy = True
+            try:
+                await self._handle(item)
+            except ConnectionClosed:
+                return
+            finally:
+                self._busy = False
+
+    async def _handle(self, item: Any) -> None:
+        if isinstance(item, FrameRejected):
+            log_event(
+                log,
+                "frame.rejected",
+                logging.WARNING,
+                session=self._session_id(),
+                code=item.error.code.value,
+                reason=item.error.message,
+            )
+            await self.ws.send(item.reply)
+        elif isinstance(item, Prefill | Verify | Rewind):
+            await self._answer(item)
+        elif isinstance(item, Bye):
+            self._bye = True
+        elif isinstance(item, Error):
+            log_event(
+                log,
+                "client.error",
+                logging.WARNING,
+                session=self._session_id(),
+                code=item.code.value,
+                reason=item.message,
+                fatal=item.fatal,
+            )
+
+    async def _answer(self, request: Prefill | Verify | Rewind) -> None:
+        started = time.perf_counter()
+        try:
+            reply: Prefilled | Verified | Rewound | Error = await self._reply_to(request)
+        except Exception as exc:  # the boundary: any failure of one request is that request's Error reply
+            code = error_code(exc)
+            if code is ErrorCode.INTERNAL:
+                log.exception("request.failed", extra={"fields": {"session": self._session_id()}})
+                message = "the server failed on this request (logged there); retry, or report it"
+            else:
+                message = str(exc)
+            reply = Error(request.request_id, code, message, fatal=False)
+        ms = round((time.perf_counter() - started) * 1e3, 2)
+        log_event(
+            log,
+            "request",
+            logging.DEBUG,
+            session=self._session_id(),
+            type=request.TYPE.value,
+            ms=ms,
+            reply=reply.code.value if isinstance(reply, Error) else reply.TYPE.value,
+        )
+        if self.protocol.state is SessionState.OPEN:  # after Bye nobody listens
+            await self.ws.send(self.protocol.send(reply))
+
+    async def _reply_to(self, request: Prefill | Verify | Rewind) -> Prefilled | Verified | Rewound:
+        assert self.record is not None
+        record, worker = self.record, self.services.worker
+        session_id = record.session_id
+        if isinstance(request, Prefill):
+            tokens = request.tokens.tolist()
+            prefilled, waited = await worker.call(lambda backend: backend.prefill(session_id, tokens))
+            timings = Timings(waited, prefilled.timings.forward_ms)
+            return Prefilled(request.request_id, prefilled.committed, to_wire(prefilled.vectors), timings)
+        if isinstance(request, Verify):
+            generator = SessionRegistry.generator(record, request.sampling)
+            job = VerifyJob(session_id, request.root_token, request.tree, request.sampling, generator)
+            verified, waited = await worker.verify(job)
+            timings = Timings(waited, verified.timings.forward_ms)
+            return Verified.of(
+                request.request_id, verified.acceptance, verified.committed, to_wire(verified.vectors), timings
+            )
+        committed, _ = await worker.call(lambda backend: backend.rewind(session_id, request.length))
+        return Rewound(request.request_id, committed)
+
+    # -- the end ---------------------------------------------------------------------------------
+    async def _finish(self) -> None:
+        record, self.record = self.record, None
+        if record is not None and not self._superseded and record.owner is self:
+            if self._bye:
+                self.services.registry.remove(record.session_id)
+                await self._close_in_backend(record.session_id)
+                log_event(log, "session.closed", session=record.session_id, peer=self.peer)
+            else:
+                self.services.registry.detach(record)
+                log_event(
+                    log,
+                    "session.detached",
+                    session=record.session_id,
+                    peer=self.peer,
+                    grace_s=self.services.registry.grace,
+                )
+        await self.ws.close()
+
+    async def _close_in_backend(self, session_id: str) -> None:
+        with contextlib.suppress(RuntimeError):  # the worker has stopped (shutdown): the backend goes with it
+            await self.services.worker.call(lambda backend: backend.close(session_id))
+
+    def _session_id(self) -> str | None:
+        return None if self.record is None else self.record.session_id
+
+
+def _as_bytes(frame: str | bytes) -> bytes:
+    """Text frames are not this protocol's: their bytes fail the frame check with a BAD_FRAME reply."""
+    return frame.encode("utf-8") if isinstance(frame, str) else frame
+
+
+def _describe(target: dict[str, Any]) -> str:
+    return (
+        f"{target.get('name')} ({target.get('num_layers')} layers, hidden {target.get('hidden_size')}, "
+        f"vocab {target.get('vocab_size')}, tokenizer {target.get('tokenizer_hash')})"
+    )

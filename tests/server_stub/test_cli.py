@@ -1,0 +1,50 @@
+"""moa-server's command line: flags to a config, and refusals that exit 2 with a JSON log line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from server_stub.cli import backend_config, build_parser, config_from, main
+
+
+def test_flags_become_the_server_config(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("y" * 32)
+
+    args = build_parser().parse_args(
+        [
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "9000",
+            "--token-file",
+            str(token),
+            "--max-sessions",
+            "3",
+            "--max-context",
+            "512",
+            "--max-tree",
+            "16",
+            "--kv-memory-mb",
+            "64",
+            "--resume-grace",
+            "5",
+        ]
+    )
+    config = config_from(args)
+
+    assert (config.host, config.port, config.token_file, config.max_sessions) == ("0.0.0.0", 9000, token, 3)
+    assert config.kv_memory_bytes == 64 * 2**20 and config.resume_grace == 5
+    limits = backend_config(config)
+    assert (limits.max_context, limits.max_tree_nodes, limits.kv_memory_bytes) == (512, 16, 64 * 2**20)
+
+
+def test_an_open_host_without_a_token_exits_2_before_loading_anything(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["--host", "0.0.0.0"])
+
+    record = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+    assert code == 2
+    assert record["event"] == "server.error" and "--token-file" in record["error"]

@@ -1,0 +1,54 @@
+"""The server configuration: refused at construction with a message that says how to fix it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from drafts.errors import ConfigError
+from server_stub.config import ServerConfig
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.5", "::", "example.org"])
+def test_listening_beyond_loopback_without_a_token_is_refused(host: str) -> None:
+    with pytest.raises(ConfigError, match="--token-file"):
+        ServerConfig(host=host)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "localhost", "127.0.0.2"])
+def test_loopback_needs_no_token(host: str) -> None:
+    assert ServerConfig(host=host).loopback
+
+
+def test_beyond_loopback_a_token_file_is_enough(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("x" * 32)
+
+    assert not ServerConfig(host="0.0.0.0", token_file=token).loopback
+
+
+def test_a_certificate_needs_its_key(tmp_path: Path) -> None:
+    cert = tmp_path / "cert.pem"
+    cert.write_text("")
+
+    with pytest.raises(ConfigError, match="--certfile and --keyfile go together"):
+        ServerConfig(certfile=cert)
+
+
+def test_missing_files_and_bad_numbers_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        ServerConfig(token_file=tmp_path / "nope")
+    with pytest.raises(ConfigError, match="--max-tree must be >= 1"):
+        ServerConfig(max_tree=0)
+    with pytest.raises(ConfigError, match="--kv-memory-mb"):
+        ServerConfig(kv_memory_mb=0)
+    with pytest.raises(ConfigError, match="--idle-timeout"):
+        ServerConfig(idle_timeout=0)
+
+
+def test_the_protocol_limits_let_a_full_tree_of_q_through() -> None:
+    limits = ServerConfig(max_tree=300).limits(vocab=100_000)
+
+    assert limits.max_tree_nodes == 300 and limits.max_tensor_elements >= 300 * 100_000
+    assert ServerConfig(max_frame_bytes=1000).socket_max_bytes > 1000

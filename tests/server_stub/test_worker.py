@@ -1,0 +1,110 @@
+"""The inference worker: arrival order, consecutive verifies as one batch, errors to their awaiters."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from drafts.acceptance import Acceptance
+from drafts.sampling import SamplingConfig
+from drafts.target.activations import Activations
+from drafts.tree import DraftTree
+from server_stub.backend.base import StepTimings, VerifyJob, VerifyOutcome
+from server_stub.errors import ServerError, SessionUnknownError
+from server_stub.worker import InferenceWorker
+
+
+class RecordingBackend:
+    """A fake backend that records the order of calls and the batches it was given."""
+
+    def __init__(self) -> None:
+        self.log: list[Any] = []
+
+    def verify(self, jobs: Sequence[VerifyJob]) -> list[VerifyOutcome | ServerError]:
+        self.log.append(("verify", [job.session_id for job in jobs]))
+        return [
+            SessionUnknownError(f"{job.session_id} is gone")
+            if job.session_id == "gone"
+            else VerifyOutcome(job.session_id, Acceptance((), 7), 1, Activations(), StepTimings(1.0, len(jobs)))
+            for job in jobs
+        ]
+
+    def note(self, what: str) -> str:
+        self.log.append(what)
+        return what
+
+
+def note(what: str) -> Callable[[Any], str]:
+    """A worker call that records ``what`` in the fake backend's log."""
+    return lambda backend: backend.note(what)
+
+
+def job(session_id: str) -> VerifyJob:
+    return VerifyJob(session_id, 1, DraftTree.chain([]), SamplingConfig())
+
+
+def test_verifies_queued_together_run_as_one_batch_in_arrival_order_with_the_calls() -> None:
+    backend = RecordingBackend()
+
+    async def scenario() -> list[Any]:
+        worker = InferenceWorker(backend)  # type: ignore[arg-type]
+        pending = [
+            asyncio.ensure_future(worker.verify(job("a"))),
+            asyncio.ensure_future(worker.verify(job("b"))),
+            asyncio.ensure_future(worker.call(note("between"))),
+            asyncio.ensure_future(worker.verify(job("c"))),
+        ]
+        await asyncio.sleep(0)  # everything is queued before the thread starts
+        worker.start()
+        results = await asyncio.gather(*pending)
+        await worker.stop()
+        return results
+
+    results = asyncio.run(scenario())
+
+    assert backend.log == [("verify", ["a", "b"]), "between", ("verify", ["c"])]
+    assert [r[0].session_id for r in (results[0], results[1], results[3])] == ["a", "b", "c"]
+    assert results[2][0] == "between" and results[2][1] >= 0.0  # (result, ms queued)
+
+
+def test_a_jobs_error_is_raised_to_its_awaiter_only() -> None:
+    backend = RecordingBackend()
+
+    async def scenario() -> tuple[Any, Any]:
+        worker = InferenceWorker(backend)  # type: ignore[arg-type]
+        worker.start()
+        gone, fine = await asyncio.gather(worker.verify(job("gone")), worker.verify(job("a")), return_exceptions=True)
+        await worker.stop()
+        return gone, fine
+
+    gone, fine = asyncio.run(scenario())
+
+    assert isinstance(gone, SessionUnknownError)
+    assert isinstance(fine, tuple) and fine[0].session_id == "a"
+
+
+def test_a_failing_call_raises_and_the_worker_goes_on() -> None:
+    async def scenario() -> str:
+        worker = InferenceWorker(RecordingBackend())  # type: ignore[arg-type]
+        worker.start()
+        with pytest.raises(ZeroDivisionError):
+            await worker.call(lambda b: 1 // 0)
+        result, _ = await worker.call(note("after"))
+        await worker.stop()
+        return result
+
+    assert asyncio.run(scenario()) == "after"
+
+
+def test_after_stop_nothing_more_is_accepted() -> None:
+    async def scenario() -> None:
+        worker = InferenceWorker(RecordingBackend())  # type: ignore[arg-type]
+        worker.start()
+        await worker.stop()
+        with pytest.raises(RuntimeError, match="stopped"):
+            await worker.call(note("late"))
+
+    asyncio.run(scenario())
