@@ -3,6 +3,8 @@
 Every token a user sees carries its provenance (:class:`TokenSource`): a draft token the
 target accepted, a token the target produced itself (the bonus after an accepted path, or the
 correction after a rejection), or a draft token the target rejected (shown, then struck out).
+The remote engine (``app/engine``) adds a fourth: a token generated while the verifier was
+unreachable, shown as unverified until the verifier has checked it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ class TokenSource(Enum):
     DRAFT_ACCEPTED = "accepted"  # proposed by the draft, confirmed by the target
     TARGET = "target"  # sampled from the target (bonus or correction)
     DRAFT_REJECTED = "rejected"  # proposed by the draft, rejected (not part of the output)
+    OFFLINE = "offline"  # generated without the verifier (draft or local model alone), not yet verified
 
 
 @dataclass(frozen=True)

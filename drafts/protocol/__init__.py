@@ -4,6 +4,7 @@
     tensors.py   tensor payloads: explicit dtype and shape, raw bytes; int8 quantisation
     codec.py     one binary frame per message: encode / decode with Limits
     state.py     the session state machines: ServerProtocol, ClientProtocol
+    vectors.py   a draft's Activations as named reply tensors, and back (both ends)
 
 Nothing here opens a socket or imports websockets; the asyncio shells live with their ends.
 """

@@ -44,14 +44,14 @@ from typing import Any, Protocol
 import torch
 
 from drafts.acceptance import Acceptance
-from drafts.protocol import Needs
+from drafts.protocol import Needs, vectors
 from drafts.sampling import SamplingConfig
 from drafts.target.activations import Activations
 from drafts.target.loading import TargetFingerprint
 from drafts.tree import DraftTree
 from server_stub.errors import ServerError
 
-MEMORY = "memory"  # Needs.compressed of a MoA draft whose LSA + Ekv2E runs on the server
+MEMORY = vectors.MEMORY  # Needs.compressed of a MoA draft whose LSA + Ekv2E runs on the server
 
 
 @dataclass(frozen=True)

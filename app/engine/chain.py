@@ -1,0 +1,134 @@
+"""A draft chain that grows one token at a time and outlives a verification in flight.
+
+:class:`~drafts.neural.drafter.NeuralDrafter` drafts a whole chain per call and forgets it. Over a
+network the draft keeps going while the verifier works (drafting *ahead*), and offline it keeps
+going for as long as the link is down, so the chain here is incremental:
+
+    observe(committed, acts)   the verifier committed these tokens: the draft takes in their
+                               vectors; the chain is dropped
+    restart(root)              a new chain below ``root`` (the newest token the verifier has not run)
+    grow(n)                    draft n more tokens after the chain's last
+    adopt(root, tokens, q)     a new chain below ``root`` whose tokens are already known (drafted
+                               ahead before the verifier's reply): run them through the draft
+                               without choosing again, so ``grow`` continues after them
+
+The draft's own caches always hold the observed tokens plus this chain as scratch (its
+``end_round`` drops the scratch). Positions: the root sits at ``observed`` (everything before it
+is committed), drafted token i at ``observed + 1 + i``.
+
+At T > 0 each drafted token keeps the proposal ``q`` (V,) it was sampled from, which the
+verifier's acceptance rule needs to stay lossless (:mod:`drafts.acceptance`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from drafts.neural.base import NeuralDraft
+from drafts.sampling import SamplingConfig, logits_to_probs, sample
+from drafts.target.activations import Activations
+
+
+class DraftChain:
+    """One draft's chain below the newest unverified token; see the module docstring. Not thread-safe."""
+
+    def __init__(self, model: NeuralDraft, sampling: SamplingConfig, generator: torch.Generator | None) -> None:
+        self.model = model.eval()
+        self.sampling = sampling
+        self.generator = generator
+        self.observed = 0  # committed tokens the draft has taken in
+        self.root: int | None = None
+        self.tokens: list[int] = []  # drafted below the root, in order
+        self.q: list[torch.Tensor | None] = []  # (V,) proposal of each drafted token; None at T = 0 or unknown
+        self._unstepped: int | None = None  # the newest chain token (or the root), not yet run through the draft
+        self._logits: torch.Tensor | None = None  # (Dv,) the draft's prediction after the last token it ran
+        self._state: Any = None  # per-token recurrent state (EAGLE's predicted feature)
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.parts.head_weight.device
+
+    # -- committed state ---------------------------------------------------------------------
+    def reset(self) -> None:
+        """Forget everything: a new generation starts."""
+        self.model.reset()
+        self.observed = 0
+        self._drop()
+
+    def observe(self, committed: list[int], acts: Activations) -> None:
+        """The verifier committed ``committed`` (their vectors in ``acts``); the chain is dropped."""
+        self.model.end_round()
+        if committed:
+            self.model.observe(committed, self.observed, acts)
+            self.observed += len(committed)
+        self._drop()
+
+    # -- the chain ---------------------------------------------------------------------------
+    def restart(self, root: int) -> None:
+        """A new, empty chain below ``root``."""
+        self.model.end_round()
+        self._drop()
+        self.root = root
+        self._unstepped = root
+        self._state = self.model.initial_state()
+
+    def grow(self, n: int) -> list[int]:
+        """Draft ``n`` more tokens after the chain's last; returns them."""
+        assert self.root is not None, "restart() the chain before growing it"
+        new = []
+        for _ in range(n):
+            self._run_unstepped()
+            assert self._logits is not None
+            token, q = self._choose(self._logits)
+            self.tokens.append(token)
+            self.q.append(q)
+            self._unstepped = token
+            new.append(token)
+        return new
+
+    def adopt(self, root: int, tokens: list[int], q: list[torch.Tensor | None]) -> None:
+        """A new chain below ``root`` made of ``tokens``, already drafted (``q``: their proposals, or [])."""
+        self.restart(root)
+        for token in tokens:
+            self._run_unstepped()
+            self.tokens.append(token)
+            self._unstepped = token
+        self.q = list(q) if len(q) == len(tokens) else [None] * len(tokens)
+
+    def proposal_q(self, count: int) -> torch.Tensor | None:
+        """(count, V) proposals of the chain's first ``count`` tokens; None if any is unknown (greedy)."""
+        return stacked(self.q[:count])
+
+    # -- internals ---------------------------------------------------------------------------
+    @torch.inference_mode()
+    def _run_unstepped(self) -> None:
+        if self._unstepped is None:
+            return
+        position = self.observed + len(self.tokens)  # the root at `observed`, token i at observed + 1 + i
+        token = torch.tensor([self._unstepped], device=self.device)
+        logits, self._state = self.model.step(token, torch.tensor([position], device=self.device), None, self._state)
+        self._logits = logits[0]
+        self._unstepped = None
+
+    def _choose(self, logits: torch.Tensor) -> tuple[int, torch.Tensor | None]:
+        """(target token id, its proposal over the full vocabulary or None when greedy)."""
+        parts = self.model.parts
+        if self.sampling.greedy:
+            return int(parts.d2t[int(logits.argmax())]), None
+        q = logits_to_probs(logits, self.sampling)  # (Dv,) the transform the target's p goes through
+        draft_id = int(sample(q, self.generator))
+        return int(parts.d2t[draft_id]), parts.to_full_vocab(q)
+
+    def _drop(self) -> None:
+        self.root = None
+        self.tokens, self.q = [], []
+        self._unstepped = self._logits = self._state = None
+
+
+def stacked(q: list[torch.Tensor | None]) -> torch.Tensor | None:
+    """(n, V) float32 proposals on the CPU, as a Verify carries them; None (deterministic) if any is unknown."""
+    if not q or any(x is None for x in q):
+        return None
+    return torch.stack([x for x in q if x is not None]).float().cpu()

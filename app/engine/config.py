@@ -1,0 +1,71 @@
+"""The remote engine's configuration: built once at the edge (CLI, TOML), validated, then frozen."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from drafts.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class LinkConfig:
+    """How the client reaches the verifier and notices that it cannot."""
+
+    url: str  # ws://host:port or wss://host:port of moa-server
+    token: str | None = None  # bearer token, when the server asks for one (always off loopback)
+    # websockets' default keepalive (20 s + 20 s) would take ~40 s to notice a silent dead link.
+    # Here: at most interval + timeout + close = 1.75 s after the last pong, for a 6-byte ping
+    # every 0.5 s. A reset (or a refused connect) is noticed at once. On a slow link a large frame
+    # ahead of a ping in the same TCP stream delays its pong: the timeout must exceed that.
+    ping_interval_s: float = 0.5
+    ping_timeout_s: float = 1.0
+    close_timeout_s: float = 0.25  # a link given up on waits no longer for the closing handshake
+    open_timeout_s: float = 2.0  # TCP + WebSocket + Hello/Welcome of one attempt
+    backoff_initial_s: float = 0.05  # the first retry comes quickly: most cuts are short
+    backoff_max_s: float = 1.0  # later retries at most this far apart
+    connect_timeout_s: float = 10.0  # at the start of a generation, give up after this long without a verifier
+    max_frame_bytes: int = 2**28  # largest frame accepted from the server (a long replay's vectors)
+
+    def __post_init__(self) -> None:
+        if not self.url.startswith(("ws://", "wss://")):
+            raise ConfigError(f"the verifier URL must start with ws:// or wss://, got {self.url!r}")
+        for name in (
+            "ping_interval_s",
+            "ping_timeout_s",
+            "close_timeout_s",
+            "open_timeout_s",
+            "backoff_initial_s",
+            "connect_timeout_s",
+        ):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be > 0 seconds, got {getattr(self, name)}")
+        if self.backoff_max_s < self.backoff_initial_s:
+            raise ConfigError("backoff_max_s must be >= backoff_initial_s")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The remote engine: its link, how long it drafts, and what it does offline."""
+
+    link: LinkConfig
+    gamma_min: int = 1  # shortest chain sent for verification
+    gamma_max: int = 16  # longest (the server's max_tree_nodes caps it too)
+    acceptance_prior: float = 0.6  # per-token acceptance assumed before any round was measured
+    offline_model: Path | None = None  # a GGUF model that continues offline (None: the draft alone)
+    offline_wait_s: float = 30.0  # after an offline generation is complete, wait this long for the verifier
+    device: str = "auto"  # where the draft runs (as on the server: cuda, then mps, then cpu)
+    client_name: str = field(default="moa-chat/0.1.0")  # Hello.client, for the server's logs
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.gamma_min <= self.gamma_max:
+            raise ConfigError(f"need 1 <= gamma_min <= gamma_max, got {self.gamma_min}, {self.gamma_max}")
+        if not 0.0 < self.acceptance_prior < 1.0:
+            raise ConfigError(f"acceptance_prior is a probability in (0, 1), got {self.acceptance_prior}")
+        if self.offline_model is not None and not self.offline_model.is_file():
+            raise ConfigError(
+                f"--offline-model {self.offline_model} is not a file; pass a .gguf model "
+                "(e.g. the bundled SmolLM2: drafts.locations.smollm2_gguf())"
+            )
+        if self.offline_wait_s < 0:
+            raise ConfigError(f"offline_wait_s must be >= 0, got {self.offline_wait_s}")

@@ -1,0 +1,145 @@
+"""What the remote engine tells a UI, as it happens: past-tense events, in order.
+
+Every token carries its provenance (:class:`~drafts.decoding.events.TokenSource`)::
+
+    DRAFT_ACCEPTED  drafted on this machine, confirmed by the verifier
+    TARGET          the target's own token (the bonus after an accepted chain, or a correction)
+    DRAFT_REJECTED  drafted, refused by the verifier: never part of the output (shown struck out)
+    OFFLINE         generated while the verifier was unreachable: shown, but unverified
+
+The output is a list of positions (0 = the first generated token). :class:`TokenGenerated`
+always appends at the next position. :class:`Repaired` replaces an offline span once the verifier
+is back: the offline tokens it confirmed (``kept``), then the target's own token (the correction
+at the first rejection, or the bonus after the span). So after :class:`Finished` the output holds
+DRAFT_ACCEPTED and TARGET tokens only, unless it ended offline (``Finished.stats.unverified``).
+:class:`Shown` folds the events into what a UI displays.
+
+Link events frame the offline spells: :class:`LinkLost`, then :class:`Reconnecting` per attempt,
+then :class:`LinkRestored` (the session resumed, or a new one with the history replayed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from drafts.decoding.events import TokenSource
+from drafts.decoding.stopping import StopReason
+
+
+@dataclass(frozen=True)
+class TokenGenerated:
+    """A token appended to the output at ``position``."""
+
+    position: int
+    token: int
+    source: TokenSource  # DRAFT_ACCEPTED, TARGET or OFFLINE
+
+
+@dataclass(frozen=True)
+class DraftRejected:
+    """Drafted tokens the verifier refused; the first was proposed for output ``position``."""
+
+    position: int
+    tokens: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Repaired:
+    """The offline tokens at output positions [start, end) were verified and replaced by ``tokens``."""
+
+    start: int
+    end: int
+    tokens: tuple[int, ...]  # the confirmed replacement; may be longer than the span (the bonus token)
+    sources: tuple[TokenSource, ...]  # one per token: DRAFT_ACCEPTED or TARGET
+    kept: int  # leading offline tokens that survived verification (tokens[:kept] == the span's first kept)
+
+    @property
+    def replaced(self) -> int:
+        """Offline tokens the verifier refused (or that followed a refused one)."""
+        return self.end - self.start - self.kept
+
+
+@dataclass(frozen=True)
+class LinkLost:
+    """The verifier became unreachable; generation goes on offline with ``continuing_with``."""
+
+    reason: str
+    continuing_with: str  # "draft" (the draft alone) or "gguf:<file name>" (a local model)
+
+
+@dataclass(frozen=True)
+class Reconnecting:
+    """Reconnection attempt ``attempt`` starts after ``delay_s`` of backoff."""
+
+    attempt: int
+    delay_s: float
+
+
+@dataclass(frozen=True)
+class LinkRestored:
+    """The verifier is back: the session was resumed, or a new one got the history replayed."""
+
+    resumed: bool
+    down_s: float  # from LinkLost to now
+    replayed: int  # tokens prefilled again into a new session (0 when resumed)
+
+
+@dataclass(frozen=True)
+class GenerationStats:
+    """What a generation cost and how it went."""
+
+    new_tokens: int
+    accepted: int  # output tokens drafted here and confirmed (offline ones that survived included)
+    target: int  # output tokens the target chose itself
+    unverified: int  # output tokens still offline when the generation ended
+    offline_tokens: int  # tokens generated offline in all, shown as OFFLINE
+    kept_after_repair: int  # of those, confirmed by the verifier
+    round_trips: int  # requests answered by the verifier (prefill, verify, rewind)
+    verify_rounds: int  # target forwards over drafted chains
+    bytes_up: int  # frames sent, as the socket sees them (websocket headers excluded)
+    bytes_down: int
+    wall_s: float
+    ttft_s: float | None  # until the first token was shown
+    longest_pause_s: float  # the longest gap between two tokens shown (offline spells included)
+    mean_gamma: float  # drafted tokens per verified chain
+    drafted_ahead: int  # chains sent straight from the tokens drafted while the previous one was verified
+    rtt_ms: float | None  # the last smoothed round trip, server time excluded
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.new_tokens / self.wall_s if self.wall_s > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The generation is over; ``tokens`` is its output."""
+
+    tokens: tuple[int, ...]
+    stop: StopReason | None  # None: it ended offline, waiting for a verifier that did not come back
+    stats: GenerationStats
+
+
+EngineEvent = TokenGenerated | DraftRejected | Repaired | LinkLost | Reconnecting | LinkRestored | Finished
+
+
+@dataclass
+class Shown:
+    """What a UI shows after a sequence of events: the output with each token's provenance."""
+
+    tokens: list[int] = field(default_factory=list)
+    sources: list[TokenSource] = field(default_factory=list)
+    rejected: list[DraftRejected] = field(default_factory=list)
+
+    def apply(self, event: EngineEvent) -> None:
+        if isinstance(event, TokenGenerated):
+            assert event.position == len(self.tokens), "tokens are appended in order"
+            self.tokens.append(event.token)
+            self.sources.append(event.source)
+        elif isinstance(event, Repaired):
+            self.tokens[event.start : event.end] = event.tokens
+            self.sources[event.start : event.end] = event.sources
+        elif isinstance(event, DraftRejected):
+            self.rejected.append(event)
+
+    def count(self, source: TokenSource) -> int:
+        return sum(s is source for s in self.sources)

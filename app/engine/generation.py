@@ -1,0 +1,303 @@
+"""One generation over the network: prefill -> rounds (drafting ahead) -> offline spells -> repair.
+
+    start     reset the draft, open (or rewind) the session, Prefill every prompt token but the
+              newest, take the vectors into the draft
+    online    draft a chain of ``gamma`` tokens below the root, Verify it; while it is in flight
+              keep drafting *ahead* from the draft's own tokens. On the reply, confirm the
+              accepted tokens and the target's next token; if the whole chain was accepted and
+              the draft's next token is the target's, the tokens drafted ahead are the next chain
+              already: send them at once (then take in the vectors), else drop them.
+              ``gamma`` follows the measured round trip (:mod:`app.engine.pacing`).
+    offline   the link died (a socket error at once; a silent link within the keepalive): show the
+              chain that was in flight and keep generating (:mod:`app.engine.offline`), while the
+              session reconnects with backoff (resume, or replay of the confirmed history)
+    repair    send the offline tokens as chains (Verify; the verifier rewinds on resume): keep
+              them up to the first rejection, replace the rest by the target's token, go on
+
+At T = 0 every confirmed token is the target's argmax after the confirmed tokens before it, so
+the output equals the target's own greedy output whatever the link does; confirmed tokens are
+never taken back (only offline ones are replaced).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import time
+from collections.abc import Callable
+
+import torch
+
+from app.engine.chain import DraftChain, stacked
+from app.engine.client_draft import ClientDraft
+from app.engine.config import EngineConfig
+from app.engine.errors import LinkDownError, VerifierRefusedError
+from app.engine.events import EngineEvent, Finished, GenerationStats, LinkLost, LinkRestored
+from app.engine.link import Reply, Request
+from app.engine.offline import OfflineContinuation, Work
+from app.engine.pacing import Pacer
+from app.engine.session import VerifierSession
+from app.engine.transcript import Transcript
+from drafts.decoding.config import DecodeConfig
+from drafts.decoding.events import TokenSource
+from drafts.decoding.stopping import StopCondition, StopReason
+from drafts.errors import ConfigError, ErrorCode
+from drafts.protocol import Prefill, Verified, Verify
+from drafts.protocol.vectors import from_wire
+from drafts.sampling import SamplingConfig
+from drafts.target.activations import Activations
+from drafts.tree import DraftTree
+
+
+class Generation:
+    """One prompt's generation; ``await run()`` returns its Finished event (also emitted)."""
+
+    def __init__(
+        self,
+        prompt: list[int],
+        decode: DecodeConfig,
+        config: EngineConfig,
+        draft: ClientDraft,
+        session: VerifierSession,
+        chain: DraftChain,
+        offline: OfflineContinuation,
+        work: Work,
+        emit: Callable[[EngineEvent], None],
+    ) -> None:
+        if not prompt:
+            raise ConfigError("the prompt is empty; give the model at least one token to continue")
+        stop = StopCondition(decode.max_new_tokens, draft.stop_ids, decode.stop_strings)
+        self.transcript = Transcript(list(prompt), stop, draft.decode, emit)
+        self.decode, self.config, self.draft = decode, config, draft
+        self.session, self.chain, self.offline = session, chain, offline
+        self.work, self.emit = work, emit
+        self.pacer = Pacer(config.gamma_min, config.gamma_max, config.acceptance_prior)
+        traffic = session.traffic
+        self._traffic_at_start = (traffic.bytes_up, traffic.bytes_down, traffic.round_trips)
+
+    async def run(self) -> Finished:
+        t = self.transcript
+        await self._start()
+        while t.stop is None:
+            try:
+                if t.offline:
+                    await self._repair()
+                else:
+                    t.offline_complete = False
+                    await self._online()
+            except LinkDownError as exc:
+                if not await self._offline_spell(str(exc)):
+                    break  # the verifier did not come back: the output ends unverified
+        finished = self._finished()
+        self.emit(finished)
+        return finished
+
+    # -- start -----------------------------------------------------------------------------------
+    async def _start(self) -> None:
+        prompt = self.transcript.prompt
+        await self.work(self.chain.reset)
+        while True:
+            try:
+                await self.session.start()
+                if len(prompt) > 1:
+                    reply = await self.session.ask(Prefill(0, torch.tensor(prompt[:-1], dtype=torch.int64)))
+                    await self.work(self.chain.observe, prompt[:-1], self._acts(reply))
+                break
+            except LinkDownError:
+                continue  # start() reconnects, within the connect timeout
+        self.offline.follow(self.transcript.context)
+
+    # -- online rounds ---------------------------------------------------------------------------
+    async def _online(self) -> None:
+        t = self.transcript
+        gamma = self._gamma()
+        if gamma is None:
+            return
+        root = t.root
+        await self.work(self.chain.restart, root)
+        await self._grow(gamma)
+        proposal, q = self.chain.tokens[:gamma], self.chain.proposal_q(gamma)
+        adopt: Callable[[], None] | None = None
+        while True:
+            reply = await self._verify(root, proposal, q, adopt)
+            accepted = reply.accepted.numel()
+            ahead, ahead_q = self._ahead(proposal, reply)
+            adoption = _adoption(self.chain, [root, *proposal[:accepted]], self._acts(reply))
+            t.confirm_round(proposal[:accepted], proposal[accepted:], reply.next_token)
+            if t.stop is not None:
+                return
+            self.offline.follow(t.context)
+            root = reply.next_token
+            gamma = self._gamma(drafted=len(ahead))
+            if gamma is None:
+                return
+            if ahead and len(ahead) >= gamma:  # drafted already: send it first, take in the vectors after
+                adopt = functools.partial(adoption, root, ahead, ahead_q)
+                proposal, q = ahead[:gamma], stacked(ahead_q[:gamma])
+                t.counts.drafted_ahead += 1
+                continue
+            adopt = None
+            await self.work(adoption, root, ahead, ahead_q)
+            await self._grow(gamma - len(self.chain.tokens))
+            proposal, q = self.chain.tokens[:gamma], self.chain.proposal_q(gamma)
+
+    async def _verify(
+        self, root: int, proposal: list[int], q: torch.Tensor | None, adopt: Callable[[], None] | None
+    ) -> Verified:
+        """Verify ``proposal`` below ``root``; meanwhile take in the last round's vectors and draft ahead."""
+        request = Verify.of(0, root, DraftTree.chain(proposal, q), self._sampling)
+        sent = time.perf_counter()
+        reply_task = asyncio.create_task(self._ask(request))
+        try:
+            if adopt is not None:
+                await self.work(adopt)
+            await self._draft_ahead(reply_task, len(proposal))
+            reply = await reply_task
+        finally:
+            reply_task.cancel()
+        assert isinstance(reply, Verified)
+        accepted = reply.accepted.numel()
+        self.pacer.record_round(len(proposal), accepted, time.perf_counter() - sent, _server_s(reply))
+        self.transcript.counts.verify_rounds += 1
+        self.transcript.counts.drafted += len(proposal)
+        return reply
+
+    def _ahead(self, proposal: list[int], reply: Verified) -> tuple[list[int], list[torch.Tensor | None]]:
+        """The tokens drafted past ``proposal`` (and their q), if they continue what the target confirmed."""
+        drafted, n = self.chain.tokens, len(proposal)
+        if reply.accepted.numel() == n and len(drafted) > n and drafted[n] == reply.next_token:
+            return drafted[n + 1 :], self.chain.q[n + 1 :]
+        return [], []
+
+    async def _draft_ahead(self, reply: asyncio.Task[Reply], sent: int) -> None:
+        """Draft past the chain in flight until the reply comes (or enough for the next chain is ready)."""
+        budget = sent + 1 + (self._gamma(peek=True) or 0)
+        while not reply.done() and len(self.chain.tokens) < budget and self.chain.observed:
+            await self._grow(1)
+
+    async def _grow(self, n: int) -> None:
+        if n <= 0:
+            return
+        started = time.perf_counter()
+        await self.work(self.chain.grow, n)
+        self.pacer.record_steps(n, time.perf_counter() - started)
+
+    def _gamma(self, peek: bool = False, drafted: int = 0) -> int | None:
+        """The next chain's length, within the verifier's limits; None (and a stop) when the context is full."""
+        t, caps = self.transcript, self.session.capabilities
+        room = caps.max_context - len(t.context) - 1  # drafted tokens that fit, with the next root after them
+        if room < 0:
+            if not peek:
+                t.stop = StopReason.CONTEXT
+            return None
+        if self.chain.observed == 0:
+            return 0  # no target state seen yet (a one-token prompt): verify the root alone
+        cap = min(room, caps.max_tree_nodes, self.decode.max_new_tokens - len(t.confirmed) - 1)
+        return self.pacer.gamma(cap, drafted) if cap > 0 else 0
+
+    # -- offline ---------------------------------------------------------------------------------
+    async def _offline_spell(self, reason: str) -> bool:
+        """Generate offline until the session is back; False if it never came back (the output ends unverified)."""
+        t = self.transcript
+        lost_at = time.perf_counter()
+        self.emit(LinkLost(reason, self.offline.name))
+        reconnect = asyncio.create_task(self.session.reconnect(t.history))
+        try:
+            t.add_offline(await self.offline.begin(t.root, list(t.offline)))
+            while not reconnect.done():
+                if t.offline_complete:
+                    await asyncio.wait({reconnect}, timeout=self.config.offline_wait_s)
+                    if not reconnect.done():
+                        return False
+                    break
+                token = await self.offline.next_token(t.context + t.offline, self._sampling)
+                if token is None:
+                    t.offline_complete = True
+                else:
+                    t.add_offline([token])
+            resumed, replayed = await reconnect
+        finally:
+            if not reconnect.done():  # given up on, or this generation was cancelled
+                reconnect.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reconnect
+        self.emit(LinkRestored(resumed, time.perf_counter() - lost_at, replayed))
+        return True
+
+    async def _repair(self) -> None:
+        """Verify the offline tokens (one chain of up to max_tree_nodes); replace them from the first rejection."""
+        t, caps = self.transcript, self.session.capabilities
+        offline, root = list(t.offline), t.root
+        piece = offline[: max(1, min(caps.max_tree_nodes, caps.max_context - len(t.context) - 1))]
+        # q = None: each offline token is a deterministic proposal, lossless at any temperature
+        reply = await self._ask(Verify.of(0, root, DraftTree.chain(piece), self._sampling))
+        assert isinstance(reply, Verified)
+        accepted, token = len(reply.acceptance.path), reply.next_token
+        await self.work(self.chain.observe, [root, *piece[:accepted]], self._acts(reply))
+        t.counts.verify_rounds += 1
+        t.counts.drafted += len(piece)
+        sources = [TokenSource.DRAFT_ACCEPTED] * accepted + [TokenSource.TARGET]
+        if accepted == len(piece) < len(offline) and token == offline[accepted]:
+            t.repair(accepted + 1, piece + [token], sources, kept=accepted + 1)  # the span goes on: next piece
+        else:
+            t.repair(len(offline), piece[:accepted] + [token], sources, kept=accepted)
+        self.offline.follow(t.context)
+
+    # -- shared ----------------------------------------------------------------------------------
+    async def _ask(self, request: Request) -> Reply:
+        """The reply to ``request``; a session whose state the server lost is replayed, then asked again."""
+        while True:
+            try:
+                return await self.session.ask(request)
+            except VerifierRefusedError as exc:
+                if exc.code is not ErrorCode.SESSION_UNKNOWN:
+                    raise
+                await self.session.replay(self.transcript.history)
+
+    def _acts(self, reply: Reply) -> Activations:
+        return from_wire(getattr(reply, "activations", {}), self.draft.dtype, self.draft.device)
+
+    @property
+    def _sampling(self) -> SamplingConfig:
+        return self.decode.sampling
+
+    def _finished(self) -> Finished:
+        t, traffic = self.transcript, self.session.traffic
+        up, down, trips = self._traffic_at_start
+        now = time.perf_counter()
+        rtt = self.pacer.rtt_s
+        stats = GenerationStats(
+            new_tokens=len(t.output),
+            accepted=t.counts.accepted,
+            target=t.counts.target,
+            unverified=len(t.offline),
+            offline_tokens=t.counts.offline,
+            kept_after_repair=t.counts.kept,
+            round_trips=traffic.round_trips - trips,
+            verify_rounds=t.counts.verify_rounds,
+            bytes_up=traffic.bytes_up - up,
+            bytes_down=traffic.bytes_down - down,
+            wall_s=now - t.started,
+            ttft_s=None if t.first_token_at is None else t.first_token_at - t.started,
+            longest_pause_s=t.longest_pause_s,
+            mean_gamma=t.counts.drafted / max(t.counts.verify_rounds, 1),
+            drafted_ahead=t.counts.drafted_ahead,
+            rtt_ms=None if rtt is None else rtt * 1e3,
+        )
+        return Finished(tuple(t.output), t.stop, stats)
+
+
+def _adoption(chain: DraftChain, committed: list[int], acts: Activations) -> Callable[..., None]:
+    """``adopt(root, ahead, ahead_q)``: the draft takes in a round's vectors, then continues below
+    ``root`` from the tokens it drafted ahead (none: a fresh chain)."""
+
+    def adopt(root: int, ahead: list[int], ahead_q: list[torch.Tensor | None]) -> None:
+        chain.observe(committed, acts)
+        chain.adopt(root, ahead, ahead_q)
+
+    return adopt
+
+
+def _server_s(reply: Verified) -> float:
+    return (reply.timings.queue_ms + reply.timings.forward_ms) / 1e3

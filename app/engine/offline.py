@@ -1,0 +1,141 @@
+"""What keeps writing while the verifier is unreachable: the draft alone, or a local GGUF model.
+
+- :class:`DraftContinuation` (the default, as in the MoA paper): the draft keeps drafting from its
+  last verified state: the chain that was in flight when the link died, then onwards. It costs
+  nothing to switch to (the draft is already loaded and warm), but its tokens drift from the
+  target's as the chain grows away from the last target state it saw.
+- :class:`GGUFContinuation` (``offline_model=PATH``): a full small model through llama.cpp, e.g.
+  the bundled SmolLM2 GGUF (``drafts.locations.smollm2_gguf()``): better text, more compute. It
+  must share the target's vocabulary (the verifier checks its tokens). So that switching to it
+  costs no pause, it follows the confirmed context while online (``follow``) on its own thread,
+  keeping its KV cache warm; at a cut only the last round's tokens are left to evaluate.
+
+Both choose tokens with :func:`drafts.sampling.choose`, the rule the target uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+import torch
+
+from app.engine.chain import DraftChain
+from drafts.errors import ConfigError, ModelLoadError
+from drafts.sampling import SamplingConfig, choose
+
+T = TypeVar("T")
+Work = Callable[..., Awaitable[Any]]  # runs a function on the draft's worker thread
+
+
+class OfflineContinuation(Protocol):
+    name: str  # for LinkLost.continuing_with
+
+    def follow(self, context: list[int]) -> None:
+        """The confirmed context grew (online): prepare for a cut. Returns at once."""
+
+    async def begin(self, root: int, shown: list[int]) -> list[int]:
+        """An offline spell starts after ``root`` with the offline tokens ``shown`` so far; returns
+        tokens it already holds beyond them, to show at once."""
+        ...
+
+    async def next_token(self, context: list[int], sampling: SamplingConfig) -> int | None:
+        """The token after ``context`` (prompt + confirmed + offline so far); None when it cannot go on."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class DraftContinuation:
+    """The draft alone: grows the draft's chain, which the engine aligned with the offline tokens."""
+
+    name = "draft"
+
+    def __init__(self, chain: DraftChain, work: Work) -> None:
+        self.chain = chain
+        self.work = work
+
+    def follow(self, context: list[int]) -> None:
+        pass  # the draft follows the context anyway: it observes every verified token
+
+    async def begin(self, root: int, shown: list[int]) -> list[int]:
+        """The chain drafted before the cut (the one in flight and the tokens drafted ahead) goes on."""
+        chain = self.chain
+        if chain.root != root or chain.tokens[: len(shown)] != shown:
+            await self.work(chain.adopt, root, list(shown), [])  # a spell that interrupted a repair
+        return chain.tokens[len(shown) :]
+
+    async def next_token(self, context: list[int], sampling: SamplingConfig) -> int | None:
+        if self.chain.observed == 0:
+            return None  # the draft has seen no target state yet: it cannot write
+        tokens: list[int] = await self.work(self.chain.grow, 1)
+        self.chain.q[-1] = None  # offline tokens are verified as deterministic proposals: no (V,) q kept
+        return tokens[0]
+
+    def close(self) -> None:
+        pass
+
+
+class GGUFContinuation:
+    """A llama.cpp model on its own thread; see the module docstring."""
+
+    def __init__(self, path: Path, vocab_size: int, n_ctx: int = 4096, threads: int = 1) -> None:
+        try:
+            import llama_cpp
+        except ImportError as exc:  # an optional dependency of the offline mode only
+            raise ModelLoadError(
+                "--offline-model needs llama-cpp-python: pip install llama-cpp-python (or drop the option)"
+            ) from exc
+        self.name = f"gguf:{path.name}"
+        self._llama_cpp = llama_cpp
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="moa-offline")
+        # n_threads_batch too: its default (every core) spins against the draft on small machines.
+        self.llm = llama_cpp.Llama(
+            model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, verbose=False
+        )
+        if self.llm.n_vocab() != vocab_size:
+            self.close()
+            raise ConfigError(
+                f"the offline model {path.name} has a vocabulary of {self.llm.n_vocab()} tokens, the target "
+                f"{vocab_size}; use a GGUF of the target's own family (its tokens go to the verifier)"
+            )
+        self.n_ctx = n_ctx
+        self._following: Any = None  # the last follow job, superseded by the next
+
+    def follow(self, context: list[int]) -> None:
+        if len(context) >= self.n_ctx:
+            return
+        if self._following is not None and not self._following.done():
+            self._following.cancel()  # not started yet: the newer context covers it
+        self._following = self._thread.submit(self._evaluate, list(context))
+
+    async def begin(self, root: int, shown: list[int]) -> list[int]:
+        return []
+
+    async def next_token(self, context: list[int], sampling: SamplingConfig) -> int | None:
+        if len(context) >= self.n_ctx:
+            return None
+        loop = asyncio.get_running_loop()
+        logits = await loop.run_in_executor(self._thread, self._evaluate, list(context))
+        return choose(torch.from_numpy(logits), sampling, None)
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=True, cancel_futures=True)
+        self.llm.close()
+
+    def _evaluate(self, context: list[int]) -> np.ndarray:
+        """(V,) float32 logits after ``context``, reusing the cached prefix it shares with the last call."""
+        cached = self.llm.input_ids[: self.llm.n_tokens].tolist()
+        common = 0
+        for a, b in zip(cached, context[:-1], strict=False):  # keep at least the last token to evaluate
+            if a != b:
+                break
+            common += 1
+        self.llm.n_tokens = common  # the next eval drops the cache from here on
+        self.llm.eval(context[common:])
+        logits = self._llama_cpp.llama_get_logits_ith(self.llm.ctx, -1)
+        return np.ctypeslib.as_array(logits, shape=(self.llm.n_vocab(),)).copy()

@@ -1,0 +1,80 @@
+"""The transcript: rounds, offline tokens and repairs become events that fold into the output."""
+
+from __future__ import annotations
+
+from app.engine.events import DraftRejected, EngineEvent, Repaired, Shown, TokenGenerated
+from app.engine.transcript import Transcript
+from drafts.decoding.events import TokenSource
+from drafts.decoding.stopping import StopCondition, StopReason
+
+ACCEPTED, TARGET, OFFLINE = TokenSource.DRAFT_ACCEPTED, TokenSource.TARGET, TokenSource.OFFLINE
+
+
+def transcript(max_new: int = 20, stop_ids: frozenset[int] = frozenset()) -> tuple[Transcript, list[EngineEvent]]:
+    events: list[EngineEvent] = []
+    t = Transcript([1, 2, 3], StopCondition(max_new, stop_ids), lambda ids: "", events.append)
+    return t, events
+
+
+def shown(events: list[EngineEvent]) -> Shown:
+    view = Shown()
+    for event in events:
+        view.apply(event)
+    return view
+
+
+def test_a_round_shows_accepted_tokens_then_the_rejected_ones_then_the_targets() -> None:
+    t, events = transcript()
+
+    t.confirm_round([10, 11], [12, 13], 14)
+
+    assert events == [
+        TokenGenerated(0, 10, ACCEPTED),
+        TokenGenerated(1, 11, ACCEPTED),
+        DraftRejected(2, (12, 13)),
+        TokenGenerated(2, 14, TARGET),
+    ]
+    assert t.confirmed == [10, 11, 14] and t.root == 14 and t.history == [1, 2, 3, 10, 11]
+
+
+def test_a_stop_token_ends_the_generation_and_is_not_shown() -> None:
+    t, events = transcript(stop_ids=frozenset({11}))
+
+    t.confirm_round([10, 11, 12], [], 13)
+
+    assert t.stop is StopReason.EOS and t.confirmed == [10]
+
+
+def test_offline_tokens_stop_at_the_limit_and_wait_for_repair() -> None:
+    t, events = transcript(max_new=5)
+    t.confirm_round([10], [], 11)
+
+    t.add_offline([20, 21, 22, 23])
+
+    assert t.offline == [20, 21, 22] and t.offline_complete and t.stop is None
+    assert [e.source for e in events if isinstance(e, TokenGenerated)][-3:] == [OFFLINE] * 3
+
+
+def test_a_repair_replaces_the_offline_span_from_the_first_rejection() -> None:
+    t, events = transcript()
+    t.confirm_round([], [], 10)
+    t.add_offline([20, 21, 22, 23])
+
+    t.repair(4, [20, 21, 30], [ACCEPTED, ACCEPTED, TARGET], kept=2)
+
+    assert events[-1] == Repaired(1, 5, (20, 21, 30), (ACCEPTED, ACCEPTED, TARGET), kept=2)
+    assert events[-1].replaced == 2
+    view = shown(events)
+    assert view.tokens == [10, 20, 21, 30] == t.confirmed and t.offline == []
+    assert view.count(OFFLINE) == 0 and view.count(ACCEPTED) + view.count(TARGET) == 4
+    assert (t.counts.offline, t.counts.kept) == (4, 2)
+
+
+def test_a_repair_piece_that_matches_keeps_the_rest_offline() -> None:
+    t, events = transcript()
+    t.add_offline([20, 21, 22, 23])
+
+    t.repair(2, [20, 21], [ACCEPTED, TARGET], kept=2)
+
+    assert t.confirmed == [20, 21] and t.offline == [22, 23]
+    assert shown(events).sources == [ACCEPTED, TARGET, OFFLINE, OFFLINE]
