@@ -2,6 +2,7 @@
 
     moa-bench --method ar,lookup,oracle --dataset humaneval --limit 20 --max-new-tokens 128 \
               --temperature 0 --chain 4 --json bench.json
+    moa-bench --remote --link lan,wifi,4g,3g ...   # the remote engine over shaped links: see moa-bench-remote
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -78,6 +80,9 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--remote" in argv:
+        return remote(argv)
     args = build_parser().parse_args(argv)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -98,6 +103,13 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({"config": result["config"], "methods": result["methods"]}, indent=2))
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
+
+
+def remote(argv: list[str]) -> int:
+    """``--remote``: the remote benchmark lives in ``app`` (it drives the client engine), which ``drafts``
+    never imports, so it runs as ``python -m app.bench`` with the other arguments."""
+    rest = [a for a in argv if a != "--remote"]
+    return subprocess.run([sys.executable, "-m", "app.bench", *rest], check=False).returncode
 
 
 def _run(runner: TargetRunner, prompts: list[list[int]], config: BenchConfig) -> dict[str, Any]:

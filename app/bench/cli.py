@@ -1,0 +1,205 @@
+"""``moa-bench-remote`` (also ``moa-bench --remote``): the remote engine over shaped links, in one run.
+
+    moa-bench-remote --link lan,wifi,4g,3g --method moa,eagle,independent --limit 5 \
+                     --max-new-tokens 128 --cut-after 16 --cut-ms 1500 --json remote.json
+
+moa-server runs in a subprocess on 127.0.0.1 (``app`` never imports ``server_stub``), with the
+target and the shipped MoA checkpoint's compressor; the drafts and the link shaper run here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from app.bench.remote import DRAFT_METHODS, MISSING_METHODS, RemoteBenchConfig, run_remote_benchmark
+from app.engine.client_draft import ClientDraft
+from drafts.data.prompts import load_prompts
+from drafts.errors import ConfigError, MoaError
+from drafts.locations import shipped_checkpoint, smollm2_gguf
+from drafts.neural.drafter import NeuralDrafter
+from drafts.target.device import DEVICE_CHOICES, default_dtype, resolve_device
+from drafts.target.loading import load_target
+from drafts.target.runner import TargetRunner
+from drafts.training.checkpoint import draft_id, load_draft
+
+SERVER_START_S = 300.0  # loading the target in the server's process
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="moa-bench-remote", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    p.add_argument("--link", default="lan,wifi,4g,3g", help="comma-separated link presets (drafts.net)")
+    p.add_argument(
+        "--method", default="moa,eagle,independent,api", help="comma-separated: moa, eagle, independent, api"
+    )
+    p.add_argument("--dataset", default="humaneval", help="humaneval | sharegpt-heldout | FILE.jsonl")
+    p.add_argument("--limit", type=int, default=5)
+    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--cut-after", type=int, default=16, help="disconnection study: cut after this many tokens")
+    p.add_argument("--cut-ms", type=float, default=1500.0, help="... for this long (0: no study)")
+    p.add_argument("--offline-model", type=Path, default=None, help="GGUF for the study's gguf row (default: bundled)")
+    p.add_argument("--no-gguf", action="store_true", help="leave the gguf row out of the study")
+    p.add_argument("--target", default=None, help="smollm2 (default) or another target with shipped drafts")
+    p.add_argument("--device", default="auto", choices=DEVICE_CHOICES)
+    p.add_argument("--port", type=int, default=0, help="moa-server's port (default: a free one)")
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads here (default: torch's choice)")
+    p.add_argument("--json", type=Path, help="write the results here")
+    return p
+
+
+def parse_config(args: argparse.Namespace) -> RemoteBenchConfig:
+    if args.limit < 1:
+        raise ConfigError(f"--limit must be >= 1, got {args.limit}")
+    offline_model = None if args.no_gguf else (args.offline_model or smollm2_gguf())
+    return RemoteBenchConfig(
+        links=_split(args.link),
+        methods=_split(args.method),
+        max_new_tokens=args.max_new_tokens,
+        cut_after=args.cut_after,
+        cut_ms=args.cut_ms,
+        offline_model=offline_model,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    try:
+        config = parse_config(args)
+        device = resolve_device(args.device)
+        runner = TargetRunner(load_target(args.target, device, default_dtype(device)))
+        drafts = {m: _client_draft(runner, m) for m in config.draft_methods}
+        prompts = [runner.format_chat(p.messages) for p in load_prompts(args.dataset, args.limit)]
+        port = args.port or _free_port()
+        with _server(args, runner, port):
+            result = run_remote_benchmark(port, drafts, runner, prompts, config, _progress)
+    except MoaError as exc:
+        print(f"moa-bench-remote: error: {exc}", file=sys.stderr)
+        return 2
+    result = {"config": _describe(args, config, runner, len(prompts)), **result}
+    print(format_table(result))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2))
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 0
+
+
+def _client_draft(runner: TargetRunner, kind: str) -> ClientDraft:
+    checkpoint = shipped_checkpoint(runner.fingerprint.name, kind)
+    return ClientDraft.of(NeuralDrafter(load_draft(checkpoint, runner)), draft_id(checkpoint), runner)
+
+
+class _server:
+    """``python -m server_stub`` on 127.0.0.1:``port`` with the shipped MoA compressor, until exit."""
+
+    def __init__(self, args: argparse.Namespace, runner: TargetRunner, port: int) -> None:
+        moa = shipped_checkpoint(runner.fingerprint.name, "moa")
+        self.port = port
+        self.command = [sys.executable, "-m", "server_stub", "--port", str(port), "--device", args.device]
+        self.command += ["--draft-checkpoint", str(moa), "--log-level", "warning"]
+        self.command += ["--target", args.target] if args.target else []
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> _server:
+        self.process = subprocess.Popen(self.command)
+        deadline = time.monotonic() + SERVER_START_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise ConfigError(f"moa-server exited with {self.process.returncode}: {' '.join(self.command)}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return self
+            except OSError:
+                time.sleep(0.25)
+        self.__exit__()
+        raise ConfigError(f"moa-server did not listen on port {self.port} within {SERVER_START_S:.0f} s")
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()  # SIGTERM: the server closes cleanly
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _progress(step: str) -> None:
+    print(f"  {step}", file=sys.stderr, flush=True)
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(s.strip() for s in text.split(",") if s.strip()))
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """The links table, then the disconnection study; a missing method shows as 'n/a (no protocol)'."""
+    head = f"{'link':<6} {'method':<12} {'tok/s':>7} {'ttft s':>7} {'fwd/100':>8} {'rt/100':>7} "
+    head += f"{'B up/tok':>9} {'B dn/tok':>9}  =ar"
+    lines = [head]
+    for link, methods in result["links"].items():
+        for m, r in methods.items():
+            if r is None:
+                lines.append(f"{link:<6} {m:<12} n/a (no protocol message for server-side decoding)")
+                continue
+            ttft = f"{r['ttft_s']:.3f}" if r["ttft_s"] is not None else "-"
+            lines.append(
+                f"{link:<6} {m:<12} {r['tokens_per_s']:>7.1f} {ttft:>7} {r['target_forwards_per_100']:>8.1f} "
+                f"{r['round_trips_per_100']:>7.1f} {r['bytes_up_per_token']:>9.0f} {r['bytes_down_per_token']:>9.0f}  "
+                f"{r['identical_to_ar']}"
+            )
+    if result["disconnect"]:
+        cfg = result.get("config", {})
+        lines += ["", f"disconnection: cut after {cfg.get('cut_after')} tokens for {cfg.get('cut_ms')} ms"]
+        lines.append(f"{'method':<12} {'offline':>8} {'kept':>6} {'prefix':>7}  =ar")
+        for m, r in result["disconnect"].items():
+            if r is None:
+                lines.append(f"{m:<12} n/a")
+                continue
+            lines.append(
+                f"{m:<12} {r['offline_tokens']:>8} {r['kept_after_repair']:>6} {r['match_prefix_len']:>7}  "
+                f"{r['identical_to_ar']}"
+            )
+    return "\n".join(lines)
+
+
+def _describe(args: argparse.Namespace, config: RemoteBenchConfig, runner: TargetRunner, n: int) -> dict[str, Any]:
+    return {
+        "links": list(config.links),
+        "methods": list(config.methods),
+        "missing_methods": [m for m in config.methods if m in MISSING_METHODS],
+        "draft_methods": [m for m in config.methods if m in DRAFT_METHODS],
+        "dataset": args.dataset,
+        "prompts": n,
+        "max_new_tokens": config.max_new_tokens,
+        "temperature": 0.0,
+        "cut_after": config.cut_after,
+        "cut_ms": config.cut_ms,
+        "cut_link": config.cut_link,
+        "offline_model": str(config.offline_model) if config.offline_model else None,
+        "target": runner.fingerprint.to_dict(),
+        "device": str(runner.device),
+        "dtype": str(runner.dtype).removeprefix("torch."),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "machine": platform.machine(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
