@@ -63,16 +63,12 @@ class TargetRunner:
         n, start = len(tokens), session.length
         self._check_room(start + n)
         ids = torch.tensor([list(tokens)], device=self.device)  # (1, n)
-        positions, mask = self._positions_and_mask(start, n, tree)
-        out = self.model(
-            input_ids=ids,
-            position_ids=positions,
-            attention_mask=mask,
-            cache=session.cache,
-            use_cache=True,
-            output_hidden_states=bool(request.hidden_layers),
-            logits_to_keep=1 if last_only else 0,
-        )
+        kwargs: dict[str, Any] = {"logits_to_keep": 1 if last_only else 0}
+        if tree is not None and not tree.is_chain:  # plain/chain: the model's own causal positions are right
+            kwargs["position_ids"], kwargs["attention_mask"] = self._positions_and_mask(start, n, tree)
+        if request.hidden_layers:  # asking for nothing is measurably faster than asking for False
+            kwargs["output_hidden_states"] = True
+        out = self.model(input_ids=ids, cache=session.cache, use_cache=True, **kwargs)
         session.pending = n
         session.pending_hidden = {i: out.hidden_states[i][0] for i in request.hidden_layers}
         return out.logits[0].float()
