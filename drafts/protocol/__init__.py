@@ -2,7 +2,9 @@
 
     messages.py  the messages, as domain values (MessageType, ErrorCode, Hello ... Bye)
     tensors.py   tensor payloads: explicit dtype and shape, raw bytes; int8 quantisation
-    codec.py     one binary frame per message: encode / decode with Limits
+    codec.py     one binary frame per message: encode / decode
+    readers.py   typed messages from a parsed frame header (each field read once, checked)
+    limits.py    Limits: what a receiver accepts, checked before allocating
     state.py     the session state machines: ServerProtocol, ClientProtocol
     vectors.py   a draft's Activations as named reply tensors, and back (both ends)
 
