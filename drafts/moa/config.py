@@ -20,11 +20,13 @@ class MoAConfig:
     kv_heads: int
     intermediate: int  # SA and CA SwiGLU width
     staircase: bool = True  # anneal the staircase self-attention mask away by mid-training
-    tli_layers: int = 0  # Target Layer Inference N (only N = 0 is implemented so far)
+    tli_layers: int = 0  # Target Layer Inference N: the target's last N layers turn the output into logits
 
     def __post_init__(self) -> None:
-        if self.tli_layers != 0:
-            raise ConfigError("Target Layer Inference with N > 0 is not implemented yet; use --tli 0")
+        if not 0 <= self.tli_layers < self.target_layers:
+            raise ConfigError(
+                f"--tli {self.tli_layers}: the target has {self.target_layers} layers; choose 0 <= N < that"
+            )
         for width, heads, kv in (
             (self.kv_width, self.lsa_heads, self.lsa_kv_heads),
             (self.hidden, self.heads, self.kv_heads),
@@ -34,7 +36,13 @@ class MoAConfig:
 
     @classmethod
     def for_target(
-        cls, layers: int, kv_width: int, hidden: int, intermediate: int = 768, lsa_intermediate: int = 512
+        cls,
+        layers: int,
+        kv_width: int,
+        hidden: int,
+        intermediate: int = 768,
+        lsa_intermediate: int = 512,
+        tli_layers: int = 0,
     ) -> MoAConfig:
         lsa_heads = max(1, kv_width // 64)
         heads = max(1, hidden // 64)
@@ -48,6 +56,7 @@ class MoAConfig:
             heads=heads,
             kv_heads=_kv_heads(heads),
             intermediate=intermediate,
+            tli_layers=tli_layers,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -5,8 +5,20 @@ Per verified token the target's keys/values of *all* L layers go through Layer S
 linear map ``Ekv2E`` to the draft width: one memory vector per verified token, computed once.
 Drafted tokens run Self-Attention over the frozen target embeddings (own KV cache), then
 Cross-Attention from that stream to the memory (only target state up to the last verified
-token exists), then the frozen target LM head (Target Layer Inference N = 0: the output is a
-prediction of the target's final hidden state).
+token exists), then the frozen target LM head.
+
+Target Layer Inference (TLI, §(e)): with N = 0 the Cross-Attention output is a prediction of the
+target's final hidden state. With N > 0 it predicts ``hidden_states[L - N]``, the input of the
+target's last N decoder layers, which run frozen (:mod:`drafts.moa.tail`), then the target's
+final norm and LM head.
+
+Design decision (the paper leaves it open; its released code runs the reused layers over the
+drafted positions only): the reused layers attend to the target's *own* cached keys/values of
+those layers at every verified position (they arrive with the all-layer K/V LSA reads anyway),
+plus the draft's own keys/values at this round's drafted positions under the chain/tree
+scratch mask. Training reproduces this exactly in one pass: query ``i`` sees the true K/V at
+``j <= start[i]`` and K/V of the draft's predicted layer inputs at ``start[i] < j <= i``.
+A verifier that sends compressed memory vectors instead of raw K/V cannot serve N > 0.
 """
 
 from __future__ import annotations
@@ -16,6 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from drafts.errors import ConfigError
 from drafts.moa.config import MoAConfig
 from drafts.moa.masks import (
     cross_attention_mask,
@@ -24,6 +37,7 @@ from drafts.moa.masks import (
     staircase_probability,
     verification_starts,
 )
+from drafts.moa.tail import TargetTail
 from drafts.neural.base import DRAFT_ROPE_THETA, NeuralDraft, TrainBatch
 from drafts.neural.target_parts import TargetParts
 from drafts.nn.blocks import BlockConfig, CrossBlock, DecoderBlock
@@ -48,6 +62,11 @@ class MoADraft(NeuralDraft):
         self._sa_cache = KVCache()  # SA keys/values: committed tokens, then this round's scratch
         self._memory = KVCache()  # CA keys/values of the compressed target state (committed only)
         self._committed = 0
+        self.tail = _tail_of(parts, cfg.tli_layers) if cfg.tli_layers else None  # not a submodule: never saved
+        if cfg.tli_layers:
+            self.tail_input_layer = cfg.target_layers - cfg.tli_layers
+        self._tail_caches = [KVCache() for _ in range(cfg.tli_layers)]  # per tail layer: committed, scratch
+        self._tail_key_pos = torch.zeros(0, dtype=torch.long)  # (S,) positions of those keys
 
     # -- shared pieces ---------------------------------------------------------------------
     def _rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -64,6 +83,12 @@ class MoADraft(NeuralDraft):
 
     # -- training ------------------------------------------------------------------------
     def predict(self, batch: TrainBatch, progress: float, generator: torch.Generator | None) -> torch.Tensor:
+        return self.predict_features(batch, progress, generator)[0]
+
+    def predict_features(
+        self, batch: TrainBatch, progress: float, generator: torch.Generator | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(B, T, H) final hidden prediction, and with TLI the (B, T, H) predicted tail input."""
         assert batch.target_kv is not None, "MoA trains on the target's all-layer keys/values"
         B, T = batch.ids.shape
         starts = verification_starts(batch.loss_mask, sample_periods(B, generator))  # (B, T)
@@ -73,12 +98,18 @@ class MoADraft(NeuralDraft):
         e = self.parts.embed_tokens(batch.ids)  # (B, T, H)
         s = self.self_attention(e, rope, self_attention_mask(starts, stair.to(e.device)))  # (B, T, H)
         k, v = self.cross_attention.memory_kv(self.compress(batch.target_kv), rope)  # (B, n_kv, T, hs)
-        return self.cross_attention(s, rope, k, v, cross_attention_mask(starts))  # (B, T, H)
+        out = self.cross_attention(s, rope, k, v, cross_attention_mask(starts))  # (B, T, H)
+        if self.tail is None:
+            return out, None
+        return self.tail.parallel(out, batch.target_kv, starts).to(out.dtype), out
 
     # -- inference -----------------------------------------------------------------------
     def reset(self) -> None:
         self._sa_cache.reset()
         self._memory.reset()
+        for cache in self._tail_caches:
+            cache.reset()
+        self._tail_key_pos = self._tail_key_pos[:0]
         self._committed = 0
 
     def memory_of(self, acts: Activations) -> torch.Tensor:
@@ -97,7 +128,22 @@ class MoADraft(NeuralDraft):
         self.self_attention(e, rope, tail_causal_mask(n, self._committed, device), cache=self._sa_cache)
         memory = self.memory_of(acts).to(e.dtype)[None]  # (1, n, H): once per verified token
         self._memory.append(*self.cross_attention.memory_kv(memory, rope))
+        if self.tail is not None:
+            self._observe_tail(acts, start, n)
         self._committed = self._sa_cache.length
+
+    def _observe_tail(self, acts: Activations, start: int, n: int) -> None:
+        """Cache the target's own keys/values of the tail layers for the committed tokens."""
+        assert self.tail is not None
+        if acts.kv is None:
+            raise ConfigError(
+                f"this MoA draft reuses the target's last {self.cfg.tli_layers} layers (TLI) and needs their raw "
+                "keys/values, but only memory vectors arrived (client-server drafting); use a --tli 0 draft there"
+            )
+        for cache, (k, v) in zip(self._tail_caches, self.tail.true_kv(acts.kv[None]), strict=True):
+            cache.append(k, v)  # (1, n_kv, n, hd) each
+        positions = torch.arange(start, start + n, device=acts.kv.device)
+        self._tail_key_pos = torch.cat([self._tail_key_pos.to(positions.device), positions])
 
     @torch.inference_mode()
     def step(
@@ -110,10 +156,26 @@ class MoADraft(NeuralDraft):
         k, v = self._memory.keys, self._memory.values
         assert k is not None and v is not None, "observe() the prompt before drafting"
         out = self.cross_attention(s, rope, k, v, mask=None)  # every committed state is visible
+        if self.tail is not None:
+            self._tail_key_pos = torch.cat([self._tail_key_pos.to(positions.device), positions])
+            out = self.tail.incremental(out, positions, mask, self._tail_key_pos, self._tail_caches)
         return self.parts.logits(out[0]), None
 
     def end_round(self) -> None:
         self._sa_cache.truncate(self._committed)
+        for cache in self._tail_caches:
+            cache.truncate(self._committed)
+        self._tail_key_pos = self._tail_key_pos[: self._committed]
 
     def config_dict(self) -> dict[str, Any]:
         return self.cfg.to_dict()
+
+
+def _tail_of(parts: TargetParts, n: int) -> TargetTail:
+    """The target's last ``n`` layers (references to its frozen modules, rebuilt at every load)."""
+    if parts.source is None:
+        raise ConfigError(
+            f"a MoA draft with --tli {n} reuses the target's last layers; build it from "
+            "TargetParts.from_model(target) (these parts carry no target model)"
+        )
+    return TargetTail(parts.source, n)

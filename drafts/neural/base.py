@@ -32,6 +32,7 @@ class TrainBatch:
     loss_mask: torch.Tensor  # (B, T) bool, True on assistant tokens
     target_hidden: torch.Tensor  # (B, T, H) target's final post-norm hidden (predicts x_{t+1})
     target_kv: torch.Tensor | None = None  # (B, T, L, kv_width) all-layer keys/values (MoA)
+    target_tail_input: torch.Tensor | None = None  # (B, T, H) hidden_states[tail_input_layer] (MoA TLI)
 
 
 class NeuralDraft(nn.Module):
@@ -39,6 +40,7 @@ class NeuralDraft(nn.Module):
 
     kind: str = "?"
     needs: ActivationRequest
+    tail_input_layer: int | None = None  # hidden index the draft also predicts (MoA TLI: L - N), for the loss
 
     def __init__(self, parts: TargetParts) -> None:
         super().__init__()
@@ -50,6 +52,13 @@ class NeuralDraft(nn.Module):
     def predict(self, batch: TrainBatch, progress: float, generator: torch.Generator | None) -> torch.Tensor:
         """(B, T, H) prediction of the target's final hidden state at every position."""
         raise NotImplementedError
+
+    def predict_features(
+        self, batch: TrainBatch, progress: float, generator: torch.Generator | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``predict`` plus, when ``tail_input_layer`` is set, the (B, T, H) prediction of that
+        hidden state (the loss compares it with ``batch.target_tail_input``)."""
+        return self.predict(batch, progress, generator), None
 
     # -- inference -----------------------------------------------------------------------
     def reset(self) -> None:

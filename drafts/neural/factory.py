@@ -6,6 +6,7 @@ their trainable parameters match MoA's (the comparison of the MoA paper is at eq
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -30,12 +31,15 @@ def target_geometry(runner: TargetRunner) -> tuple[int, int, int]:
     return int(c.num_hidden_layers), int(2 * kv_heads * head_dim), int(c.hidden_size)
 
 
-def default_config(kind: str, runner: TargetRunner) -> dict[str, Any]:
+def default_config(kind: str, runner: TargetRunner, tli_layers: int = 0) -> dict[str, Any]:
+    """Sizes of a ``kind`` draft for ``runner``'s target; ``tli_layers``: MoA's Target Layer Inference N."""
     layers, kv_width, hidden = target_geometry(runner)
-    moa = MoAConfig.for_target(layers, kv_width, hidden)
+    if tli_layers and kind != "moa":
+        raise ConfigError(f"--tli {tli_layers} applies to MoA drafts only; drop it for --draft {kind}")
+    moa = MoAConfig.for_target(layers, kv_width, hidden, tli_layers=tli_layers)
     if kind == "moa":
         return moa.to_dict()
-    budget = _count(MoADraft(moa, _meta_parts(hidden)))
+    budget = _count(MoADraft(replace(moa, tli_layers=0), _meta_parts(hidden)))  # the reused layers are frozen
     if kind == "eagle":
         base = EagleConfig(layers, hidden, moa.heads, moa.kv_heads, 0)
         fixed = _count(EagleDraft(base, _meta_parts(hidden)))

@@ -8,7 +8,7 @@ target's full vocabulary, so the output distribution is unchanged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -22,6 +22,7 @@ class TargetParts:
     d2t: torch.Tensor  # (Dv,) target id of each draft id
     vocab_size: int  # the target's full vocabulary V
     embed_scale: float = 1.0  # Gemma scales embeddings by sqrt(H)
+    source: Any = field(default=None, repr=False, compare=False)  # the HF model (TLI reuses its last layers)
 
     @classmethod
     def from_model(cls, model: Any, d2t: torch.Tensor | None = None) -> TargetParts:
@@ -33,7 +34,10 @@ class TargetParts:
             d2t = torch.arange(head.shape[0])
         d2t = d2t.to(head.device)
         scale = float(getattr(embed, "embed_scale", 1.0)) if hasattr(embed, "embed_scale") else 1.0
-        return cls(embed, head.detach()[d2t], d2t, int(config.vocab_size), scale)
+        return cls(embed, head.detach()[d2t], d2t, int(config.vocab_size), scale, model)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TargetParts:
+        return self  # frozen and shared: a copied draft shares its target's parts (never copies the target)
 
     @property
     def hidden(self) -> int:

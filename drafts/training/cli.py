@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--accum", type=int, default=2, help="sequences per optimizer step")
     p.add_argument("--draft-vocab", type=int, default=16384, help="reduced draft vocabulary size (0 = full)")
+    p.add_argument("--tli", type=int, default=0, help="MoA Target Layer Inference: reuse the target's last N layers")
     p.add_argument("--topk-weight", type=float, default=0.0, help="HASS top-K distillation weight (K=10)")
     p.add_argument("--checkpoint-every", type=int, default=50, help="optimizer steps between checkpoints")
     p.add_argument("--seed", type=int, default=0)
@@ -126,7 +127,8 @@ def _new_model(
     size = args.draft_vocab if args.draft_vocab > 0 else vocab_size
     sample = tokenize_all(runner.tokenizer, conversations[:VOCAB_SAMPLE], cfg.max_len)
     d2t, coverage = frequent_tokens(sample, size, vocab_size, always=runner.stop_ids)
-    model = build_draft(args.draft, default_config(args.draft, runner), TargetParts.from_model(runner.model, d2t))
+    config = default_config(args.draft, runner, tli_layers=args.tli)
+    model = build_draft(args.draft, config, TargetParts.from_model(runner.model, d2t))
     init_weights(model)
     return model, {"draft_vocab_coverage": coverage}
 

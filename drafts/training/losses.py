@@ -4,6 +4,8 @@ MoA's code: ``0.1 * KL(p || q) + SmoothL1(h_draft, h_target)`` over response tok
 is the target's next-token distribution (from its final hidden state through the frozen LM
 head) and ``q`` the draft's. Optional HASS term (Zhang et al. 2025): the soft cross-entropy
 restricted to the target's top-K tokens, ``-sum_{x in TopK(p)} p(x) log q(x)`` with K = 10.
+With MoA's Target Layer Inference (N > 0) the draft also predicts the input of the target's last
+N layers; the feature term is then ``0.5 SmoothL1(final) + 0.5 SmoothL1(input, hidden_states[L-N])``.
 With a reduced draft vocabulary both distributions live on it (EAGLE-3 does the same).
 """
 
@@ -26,18 +28,31 @@ class LossWeights:
 
 
 def distillation_loss(
-    h_draft: torch.Tensor, h_target: torch.Tensor, mask: torch.Tensor, parts: TargetParts, w: LossWeights
+    h_draft: torch.Tensor,
+    h_target: torch.Tensor,
+    mask: torch.Tensor,
+    parts: TargetParts,
+    w: LossWeights,
+    tail_input: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Loss over positions where ``mask`` (B, T) is True; h_* are (B, T, H)."""
+    """Loss over positions where ``mask`` (B, T) is True; h_* are (B, T, H).
+
+    ``tail_input``: (draft, target) (B, T, H) of the TLI layer input; it takes half the feature term.
+    """
     pred, true = h_draft[mask], h_target[mask]  # (n, H) each: only response tokens cost logits
     log_q = torch.log_softmax(parts.logits(pred).float(), dim=-1)  # (n, Dv)
     with torch.no_grad():
         p = torch.softmax(parts.logits(true).float(), dim=-1)  # (n, Dv)
     kl = -(p * log_q).sum(-1).mean()
     feature = F.smooth_l1_loss(pred, true)
+    stats: dict[str, float] = {}
+    if tail_input is not None:
+        input_term = F.smooth_l1_loss(tail_input[0][mask], tail_input[1][mask])
+        stats["tail_input"] = input_term.item()
+        feature = 0.5 * feature + 0.5 * input_term
     loss = w.kl * kl + w.feature * feature
     if w.topk:
         top = p.topk(w.k, dim=-1).indices  # (n, K)
         loss = loss + w.topk * -(p.gather(-1, top) * log_q.gather(-1, top)).sum(-1).mean()
     acc = (log_q.argmax(-1) == p.argmax(-1)).float().mean()
-    return loss, {"loss": loss.item(), "kl": kl.item(), "feature": feature.item(), "top1": acc.item()}
+    return loss, {"loss": loss.item(), "kl": kl.item(), "feature": feature.item(), "top1": acc.item()} | stats

@@ -64,7 +64,8 @@ class Trainer:
     ) -> None:
         self.model, self.runner, self.cfg, self.out = model, runner, cfg, out
         self.conversations = conversations
-        self.request = model.needs.union(ActivationRequest(hidden_layers=(runner.num_layers,)))
+        tail = () if model.tail_input_layer is None else (model.tail_input_layer,)
+        self.request = model.needs.union(ActivationRequest(hidden_layers=(runner.num_layers, *tail)))
         params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
         self.generator = torch.Generator().manual_seed(cfg.seed)
@@ -128,8 +129,11 @@ class Trainer:
     def _loss(self, seq: Sequence) -> tuple[torch.Tensor, dict[str, float]]:
         batch = self._batch(seq)
         progress = min(1.0, self.state.tokens_seen / self.cfg.tokens)
-        pred = self.model.predict(batch, progress, self.generator)
-        return distillation_loss(pred, batch.target_hidden, batch.loss_mask, self.model.parts, self.cfg.weights)
+        pred, tail_pred = self.model.predict_features(batch, progress, self.generator)
+        tail = None if tail_pred is None or batch.target_tail_input is None else (tail_pred, batch.target_tail_input)
+        return distillation_loss(
+            pred, batch.target_hidden, batch.loss_mask, self.model.parts, self.cfg.weights, tail_input=tail
+        )
 
     def _batch(self, seq: Sequence) -> TrainBatch:
         """The target's activations for ``seq`` (computed on the fly, no gradient)."""
@@ -138,8 +142,10 @@ class Trainer:
         acts = self.runner.commit(session, None, self.request)
         hidden = acts.hidden[self.runner.num_layers].clone()[None]  # (1, T, H), out of inference mode
         kv = None if acts.kv is None else acts.kv.clone()[None]  # (1, T, L, W)
+        layer = self.model.tail_input_layer
+        tail = None if layer is None else acts.hidden[layer].clone()[None]  # (1, T, H): TLI layer input
         device = self.runner.device
-        return TrainBatch(seq.ids[None].to(device), seq.loss_mask[None].to(device), hidden, kv)
+        return TrainBatch(seq.ids[None].to(device), seq.loss_mask[None].to(device), hidden, kv, tail)
 
     def _next_sequence(self) -> Sequence:
         while True:

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from drafts.neural.base import NeuralDraft
-from drafts.neural.factory import KINDS
+from drafts.neural.factory import KINDS, default_config
 from drafts.target.runner import TargetRunner
 from tests.tiny_drafts import committed, random_draft, tiny_llama, tiny_target_runner
 from tests.tiny_targets import random_tokens
@@ -36,9 +36,12 @@ def runner() -> TargetRunner:
     return tiny_target_runner(tiny_llama(seed=0))
 
 
-@pytest.fixture(scope="module", params=KINDS)
+@pytest.fixture(scope="module", params=[*KINDS, "moa-tli2"])
 def draft(request: pytest.FixtureRequest, runner: TargetRunner) -> NeuralDraft:
-    model = random_draft(request.param, runner, seed=2)
+    """Every kind, and MoA reusing the target's last two layers (Target Layer Inference)."""
+    kind, _, tli = request.param.partition("-tli")
+    config = default_config(kind, runner, tli_layers=int(tli)) if tli else None
+    model = random_draft(kind, runner, seed=2, config=config)
     model.reset()
     model.observe(PROMPT, 0, committed(runner, PROMPT, model.needs))
     return model

@@ -68,3 +68,15 @@ def test_gradients_reach_the_masked_draft_positions_only(parts: TargetParts) -> 
     assert draft.grad is not None
     assert (draft.grad[MASK].abs().sum(-1) > 0).all()
     assert (draft.grad[~MASK] == 0).all()
+
+
+def test_with_a_tli_layer_input_the_feature_term_is_split_half_and_half(parts: TargetParts) -> None:
+    draft, target, draft_input = hidden(8), hidden(9), hidden(10)
+    target_input = draft_input + 1.0  # SmoothL1 of a difference of 1 is 0.5
+
+    loss, stats = distillation_loss(draft, target, MASK, parts, LossWeights(), (draft_input, target_input))
+
+    alone = distillation_loss(draft, target, MASK, parts, LossWeights())[1]
+    assert stats["tail_input"] == pytest.approx(0.5)
+    assert stats["feature"] == pytest.approx(0.5 * alone["feature"] + 0.25, rel=1e-5)
+    assert loss.item() == pytest.approx(0.1 * stats["kl"] + stats["feature"], rel=1e-5)
