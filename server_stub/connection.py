@@ -30,20 +30,19 @@ from drafts.protocol import (
     Capabilities,
     Error,
     FrameRejected,
+    Generate,
+    Generated,
     Hello,
     Limits,
     Prefill,
-    Prefilled,
     Rewind,
-    Rewound,
     ServerProtocol,
     SessionState,
-    Timings,
-    Verified,
     Verify,
     Welcome,
 )
-from server_stub.backend.base import MEMORY, BackendCapabilities, TargetBackend, VerifyJob
+from server_stub.answers import Reply, Request, reply_to
+from server_stub.backend.base import MEMORY, BackendCapabilities, TargetBackend
 from server_stub.config import ServerConfig
 from server_stub.errors import (
     DraftUnsupportedError,
@@ -53,7 +52,6 @@ from server_stub.errors import (
     error_code,
 )
 from server_stub.logs import log_event
-from server_stub.payloads import to_wire
 from server_stub.sessions import SessionRecord, SessionRegistry
 from server_stub.worker import InferenceWorker
 
@@ -267,7 +265,7 @@ class Connection:
                 reason=item.error.message,
             )
             await self.ws.send(item.reply)
-        elif isinstance(item, Prefill | Verify | Rewind):
+        elif isinstance(item, Prefill | Verify | Rewind | Generate):
             await self._answer(item)
         elif isinstance(item, Bye):
             self._bye = True
@@ -282,10 +280,13 @@ class Connection:
                 fatal=item.fatal,
             )
 
-    async def _answer(self, request: Prefill | Verify | Rewind) -> None:
+    async def _answer(self, request: Request) -> None:
+        assert self.record is not None
         started = time.perf_counter()
         try:
-            reply: Prefilled | Verified | Rewound | Error = await self._reply_to(request)
+            reply: Reply | Error = await reply_to(
+                request, self.record, self.services.worker, self._send_part, self.services.capabilities.max_context
+            )
         except Exception as exc:  # the boundary: any failure of one request is that request's Error reply
             code = error_code(exc)
             if code is ErrorCode.INTERNAL:
@@ -307,25 +308,10 @@ class Connection:
         if self.protocol.state is SessionState.OPEN:  # after Bye nobody listens
             await self.ws.send(self.protocol.send(reply))
 
-    async def _reply_to(self, request: Prefill | Verify | Rewind) -> Prefilled | Verified | Rewound:
-        assert self.record is not None
-        record, worker = self.record, self.services.worker
-        session_id = record.session_id
-        if isinstance(request, Prefill):
-            tokens = request.tokens.tolist()
-            prefilled, waited = await worker.call(lambda backend: backend.prefill(session_id, tokens))
-            timings = Timings(waited, prefilled.timings.forward_ms)
-            return Prefilled(request.request_id, prefilled.committed, to_wire(prefilled.vectors), timings)
-        if isinstance(request, Verify):
-            generator = SessionRegistry.generator(record, request.sampling)
-            job = VerifyJob(session_id, request.root_token, request.tree, request.sampling, generator)
-            verified, waited = await worker.verify(job)
-            timings = Timings(waited, verified.timings.forward_ms)
-            return Verified.of(
-                request.request_id, verified.acceptance, verified.committed, to_wire(verified.vectors), timings
-            )
-        committed, _ = await worker.call(lambda backend: backend.rewind(session_id, request.length))
-        return Rewound(request.request_id, committed)
+    async def _send_part(self, part: Generated) -> None:
+        """A streamed part of a Generate's reply (after Bye nobody listens)."""
+        if self.protocol.state is SessionState.OPEN:
+            await self.ws.send(self.protocol.send(part))
 
     # -- the end ---------------------------------------------------------------------------------
     async def _finish(self) -> None:

@@ -1,7 +1,7 @@
 """``moa-bench-remote`` (also ``moa-bench --remote``): the remote engine over shaped links, in one run.
 
     moa-bench-remote --link lan,wifi,4g,3g --method moa,eagle,independent --limit 5 \
-                     --max-new-tokens 128 --cut-after 16 --cut-ms 1500 --json remote.json
+                     --max-new-tokens 128 --cut-after 16 --cut-tokens 32 --json remote.json
 
 moa-server runs in a subprocess on 127.0.0.1 (``app`` never imports ``server_stub``), with the
 target and the shipped MoA checkpoint's compressor; the drafts and the link shaper run here.
@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from app.bench.remote import DRAFT_METHODS, MISSING_METHODS, RemoteBenchConfig, run_remote_benchmark
+from app.bench.remote import RemoteBenchConfig, run_remote_benchmark
 from app.engine.client_draft import ClientDraft
 from drafts.data.prompts import load_prompts
 from drafts.errors import ConfigError, MoaError
@@ -47,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=5)
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--cut-after", type=int, default=16, help="disconnection study: cut after this many tokens")
-    p.add_argument("--cut-ms", type=float, default=1500.0, help="... for this long (0: no study)")
+    p.add_argument("--cut-tokens", type=int, default=32, help="... for this many offline tokens (0: no study)")
+    p.add_argument("--cut-ms", type=float, default=10_000.0, help="... or this long at the latest")
     p.add_argument("--offline-model", type=Path, default=None, help="GGUF for the study's gguf row (default: bundled)")
     p.add_argument("--no-gguf", action="store_true", help="leave the gguf row out of the study")
     p.add_argument("--target", default=None, help="smollm2 (default) or another target with shipped drafts")
@@ -67,6 +68,7 @@ def parse_config(args: argparse.Namespace) -> RemoteBenchConfig:
         methods=_split(args.method),
         max_new_tokens=args.max_new_tokens,
         cut_after=args.cut_after,
+        cut_tokens=args.cut_tokens,
         cut_ms=args.cut_ms,
         offline_model=offline_model,
     )
@@ -151,15 +153,12 @@ def _split(text: str) -> tuple[str, ...]:
 
 
 def format_table(result: dict[str, Any]) -> str:
-    """The links table, then the disconnection study; a missing method shows as 'n/a (no protocol)'."""
+    """The links table, then the disconnection study."""
     head = f"{'link':<6} {'method':<12} {'tok/s':>7} {'ttft s':>7} {'fwd/100':>8} {'rt/100':>7} "
     head += f"{'B up/tok':>9} {'B dn/tok':>9}  =ar"
     lines = [head]
     for link, methods in result["links"].items():
         for m, r in methods.items():
-            if r is None:
-                lines.append(f"{link:<6} {m:<12} n/a (no protocol message for server-side decoding)")
-                continue
             ttft = f"{r['ttft_s']:.3f}" if r["ttft_s"] is not None else "-"
             lines.append(
                 f"{link:<6} {m:<12} {r['tokens_per_s']:>7.1f} {ttft:>7} {r['target_forwards_per_100']:>8.1f} "
@@ -168,7 +167,8 @@ def format_table(result: dict[str, Any]) -> str:
             )
     if result["disconnect"]:
         cfg = result.get("config", {})
-        lines += ["", f"disconnection: cut after {cfg.get('cut_after')} tokens for {cfg.get('cut_ms')} ms"]
+        cut = f"cut after {cfg.get('cut_after')} tokens for {cfg.get('cut_tokens')} offline tokens"
+        lines += ["", f"disconnection: {cut}"]
         lines.append(f"{'method':<12} {'offline':>8} {'kept':>6} {'prefix':>7}  =ar")
         for m, r in result["disconnect"].items():
             if r is None:
@@ -185,13 +185,13 @@ def _describe(args: argparse.Namespace, config: RemoteBenchConfig, runner: Targe
     return {
         "links": list(config.links),
         "methods": list(config.methods),
-        "missing_methods": [m for m in config.methods if m in MISSING_METHODS],
-        "draft_methods": [m for m in config.methods if m in DRAFT_METHODS],
+        "draft_methods": list(config.draft_methods),
         "dataset": args.dataset,
         "prompts": n,
         "max_new_tokens": config.max_new_tokens,
         "temperature": 0.0,
         "cut_after": config.cut_after,
+        "cut_tokens": config.cut_tokens,
         "cut_ms": config.cut_ms,
         "cut_link": config.cut_link,
         "offline_model": str(config.offline_model) if config.offline_model else None,

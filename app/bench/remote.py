@@ -6,13 +6,16 @@ tokens/s, time to first token, target forwards and round trips per 100 tokens, b
 down per token (the engine's frames and, separately, what crossed the shaper), and whether the
 output equals plain greedy decoding on the client's own copy of the target.
 
-The disconnection study cuts the link (``offline``) after ``cut_after`` tokens for ``cut_ms``,
-then restores it: the offline tokens, how many survived repair, and the longest common prefix of
-each offline span with the target's own greedy continuation at that position. At T = 0 the last
+The disconnection study cuts the link (``offline``) after ``cut_after`` tokens and restores it once
+``cut_tokens`` offline tokens were shown (or after ``cut_ms``, for a method that writes nothing
+offline), so every method writes the same number of unverified tokens: how many survived repair,
+and the longest common prefix of each offline span with the target's own greedy continuation at
+that position. At T = 0 the last
 two agree: a sanity check of the repair, not a second measurement.
 
-"api" (the server decodes plainly and streams) has no message in the protocol: it is reported as
-``None``, not approximated.
+"api" is API streaming: a draftless client (:class:`~app.engine.draftless.Draftless`) whose
+server decodes alone and streams each token over the same shaped link (the protocol's Generate).
+It writes nothing offline, so it has no row in the disconnection study.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 
 from app.engine.client_draft import ClientDraft
 from app.engine.config import EngineConfig, LinkConfig
+from app.engine.draftless import Draftless
 from app.engine.events import Finished, GenerationStats, TokenGenerated
 from app.engine.sync import EngineThread
 from drafts.decoding.autoregressive import generate_autoregressive
@@ -36,17 +40,18 @@ from drafts.net import ShaperThread, preset
 from drafts.target.runner import TargetRunner
 
 DRAFT_METHODS = ("moa", "eagle", "independent")
-MISSING_METHODS = ("api",)  # no protocol message for plain server-side decoding: reported as None
+API = "api"  # API streaming: the server decodes alone (no draft here)
 GGUF = "gguf"  # the disconnection study's extra row: the MoA engine continuing offline with a GGUF model
 
 
 @dataclass(frozen=True)
 class RemoteBenchConfig:
     links: tuple[str, ...]  # link presets, in order (drafts.net.PRESETS)
-    methods: tuple[str, ...]  # draft kinds, plus "api" (reported missing)
+    methods: tuple[str, ...]  # draft kinds, and "api"
     max_new_tokens: int = 128
     cut_after: int = 16  # the disconnection study cuts the link once this many tokens are shown
-    cut_ms: float = 1500.0  # ... for this long; 0 skips the study
+    cut_tokens: int = 32  # ... and restores it once this many offline tokens were shown; 0 skips the study
+    cut_ms: float = 10_000.0  # ... or after this long at the latest
     cut_link: str = "lan"  # the profile the link is restored to (and runs on) in the study
     offline_model: Path | None = None  # a GGUF model: adds the "gguf" row to the study
 
@@ -54,11 +59,11 @@ class RemoteBenchConfig:
         for link in (*self.links, self.cut_link):
             preset(link)  # raises with the list of presets
         for m in self.methods:
-            if m not in DRAFT_METHODS + MISSING_METHODS:
-                known = ", ".join(DRAFT_METHODS + MISSING_METHODS)
+            if m not in (*DRAFT_METHODS, API):
+                known = ", ".join((*DRAFT_METHODS, API))
                 raise ConfigError(f"unknown remote method {m!r}; choose from {known}")
-        if self.max_new_tokens < 1 or self.cut_after < 1 or self.cut_ms < 0:
-            raise ConfigError("need max_new_tokens >= 1, cut_after >= 1 and cut_ms >= 0")
+        if self.max_new_tokens < 1 or self.cut_after < 1 or self.cut_tokens < 0 or self.cut_ms <= 0:
+            raise ConfigError("need max_new_tokens >= 1, cut_after >= 1, cut_tokens >= 0 and cut_ms > 0")
 
     @property
     def draft_methods(self) -> tuple[str, ...]:
@@ -127,21 +132,25 @@ def run_remote_benchmark(
     """
     references = [generate_autoregressive(runner, p, config.decode).tokens for p in prompts]
     with ShaperThread(upstream_port=upstream_port, profile=preset(config.links[0])) as shaper:
-        links = _run_links(shaper, drafts, prompts, references, config, tick)
-        disconnect = _run_disconnect(shaper, drafts, prompts, references, config, tick) if config.cut_ms else {}
+        links = _run_links(shaper, drafts, runner, prompts, references, config, tick)
+        disconnect = _run_disconnect(shaper, drafts, prompts, references, config, tick) if config.cut_tokens else {}
     return {"links": links, "disconnect": disconnect}
 
 
 def _run_links(
     shaper: ShaperThread,
     drafts: dict[str, ClientDraft],
+    runner: TargetRunner,
     prompts: list[list[int]],
     references: list[list[int]],
     config: RemoteBenchConfig,
     tick: Callable[[str], None],
 ) -> dict[str, dict[str, Any]]:
-    methods = config.draft_methods
-    engines = {m: EngineThread(_engine_config(shaper.port), drafts[m]).start() for m in methods}
+    methods = config.methods
+    clients: dict[str, ClientDraft | Draftless] = {m: drafts[m] for m in config.draft_methods}
+    if API in methods:
+        clients[API] = Draftless.of(runner)
+    engines = {m: EngineThread(_engine_config(shaper.port), clients[m]).start() for m in methods}
     try:
         for engine in engines.values():  # warm up: connect, first-call allocations
             engine.generate(prompts[0], DecodeConfig(max_new_tokens=4))
@@ -158,7 +167,6 @@ def _run_links(
                     totals[m].add(finished.stats, wire, list(finished.tokens) == reference)
                     tick(f"{link}/{m}")
             results[link] = {m: totals[m].to_json() for m in methods}
-            results[link].update(dict.fromkeys(m for m in config.methods if m in MISSING_METHODS))
         return results
     finally:
         for engine in engines.values():
@@ -189,35 +197,60 @@ def _run_disconnect(
                 totals["identical_to_ar"] = bool(totals["identical_to_ar"]) and list(finished.tokens) == reference
                 tick(f"cut/{name}")
         results[name] = totals
-    results.update(dict.fromkeys(m for m in config.methods if m in MISSING_METHODS))
     return results
 
 
 def _generate_with_cut(
     engine: EngineThread, shaper: ShaperThread, prompt: list[int], config: RemoteBenchConfig
 ) -> tuple[Finished, list[tuple[int, list[int]]]]:
-    """One generation with the link cut once ``cut_after`` tokens are shown; its offline spans (start, tokens)."""
+    """One generation with the link cut once ``cut_after`` tokens are shown, restored after
+    ``cut_tokens`` offline tokens (or ``cut_ms``); its offline spans (start, tokens)."""
     finished: Finished | None = None
     spans: list[tuple[int, list[int]]] = []
-    restore: threading.Timer | None = None
-    for event in engine.stream(prompt, config.decode):
-        if isinstance(event, TokenGenerated):
-            if event.source is TokenSource.OFFLINE:
-                if spans and spans[-1][0] + len(spans[-1][1]) == event.position:
-                    spans[-1][1].append(event.token)
-                else:
-                    spans.append((event.position, [event.token]))
-            if restore is None and event.position + 1 >= config.cut_after:
-                shaper.set_profile(preset("offline"))
-                restore = threading.Timer(config.cut_ms / 1000, shaper.set_profile, [preset(config.cut_link)])
-                restore.start()
-        elif isinstance(event, Finished):
-            finished = event
-    if restore is not None:
-        restore.join()  # the next generation starts on a live link
-        time.sleep(0.05)
+    cut = _Cut(shaper, config)
+    try:
+        for event in engine.stream(prompt, config.decode):
+            if isinstance(event, TokenGenerated):
+                if event.source is TokenSource.OFFLINE:
+                    if spans and spans[-1][0] + len(spans[-1][1]) == event.position:
+                        spans[-1][1].append(event.token)
+                    else:
+                        spans.append((event.position, [event.token]))
+                    if sum(len(s) for _, s in spans) >= config.cut_tokens:
+                        cut.restore()
+                if event.position + 1 >= config.cut_after:
+                    cut.start()
+            elif isinstance(event, Finished):
+                finished = event
+    finally:
+        cut.restore()
     assert finished is not None
     return finished, spans
+
+
+class _Cut:
+    """The link cut once, restored on demand or by a timer, whichever comes first."""
+
+    def __init__(self, shaper: ShaperThread, config: RemoteBenchConfig) -> None:
+        self.shaper, self.config = shaper, config
+        self.timer: threading.Timer | None = None
+        self.lock = threading.Lock()
+        self.restored = False
+
+    def start(self) -> None:
+        if self.timer is None:
+            self.shaper.set_profile(preset("offline"))
+            self.timer = threading.Timer(self.config.cut_ms / 1000, self.restore)
+            self.timer.start()
+
+    def restore(self) -> None:
+        with self.lock:
+            if self.timer is None or self.restored:
+                return
+            self.restored = True
+            self.timer.cancel()
+            self.shaper.set_profile(preset(self.config.cut_link))
+        time.sleep(0.05)  # the next generation starts on a live link
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:

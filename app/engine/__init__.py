@@ -2,10 +2,12 @@
 
     config.py        EngineConfig, LinkConfig (frozen, validated once)
     client_draft.py  ClientDraft: the draft and what it knows of its target
+    draftless.py     Draftless: a client with no draft (the server decodes: "API streaming")
     events.py        what a UI consumes: TokenGenerated ... Finished, and Shown (their fold)
     remote.py        RemoteEngine: the async API (stream, generate)
     sync.py          EngineThread: the same for synchronous callers
     generation.py    one generation: prefill, rounds drafting ahead, offline spells, repair
+    api_generation.py  one generation decoded by the server alone, streamed
     chain.py         DraftChain: an incremental draft chain that outlives a verification
     pacing.py        Pacer: the chain length for the measured round trip and acceptance
     transcript.py    Transcript: confirmed and offline output, stop rules, token events
@@ -20,6 +22,7 @@ generation from RemoteEngine (async) or EngineThread (sync), and render its even
 
 from app.engine.client_draft import ClientDraft
 from app.engine.config import EngineConfig, LinkConfig
+from app.engine.draftless import Draftless
 from app.engine.errors import EngineError, VerifierRefusedError, VerifierUnavailableError
 from app.engine.events import (
     DraftRejected,
@@ -39,6 +42,7 @@ from app.engine.sync import EngineThread
 __all__ = [
     "ClientDraft",
     "DraftRejected",
+    "Draftless",
     "EngineConfig",
     "EngineError",
     "EngineEvent",

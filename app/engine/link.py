@@ -1,7 +1,7 @@
 """One WebSocket connection to the verifier: the thin asyncio shell around a sans-I/O :class:`ClientProtocol`.
 
     open      TCP + WebSocket upgrade (bearer token), Hello -> Welcome, or a fatal Error refusal
-    ask       send a request, await its reply
+    ask       send a request, await its reply (a Generate's streamed parts go to ``on_part`` first)
     receiver  one task reads every frame, feeds the protocol, resolves the matching request
 
 A dead link is noticed at once when the socket fails (a reset, a refused connect), and within
@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -30,6 +31,8 @@ from drafts.protocol import (
     ClientProtocol,
     Error,
     FrameRejected,
+    Generate,
+    Generated,
     Hello,
     Limits,
     Prefill,
@@ -37,13 +40,15 @@ from drafts.protocol import (
     Rewind,
     Rewound,
     SessionState,
+    Streamed,
     Verified,
     Verify,
     Welcome,
 )
 
-Request = Prefill | Verify | Rewind
-Reply = Prefilled | Verified | Rewound
+Request = Prefill | Verify | Rewind | Generate
+Reply = Prefilled | Verified | Rewound | Generated
+OnPart = Callable[[Generated], None]
 
 
 @dataclass
@@ -70,6 +75,7 @@ class Link:
         self.lost_at: float | None = None  # perf_counter when the drop was noticed
         self._welcomed: asyncio.Future[Welcome] = asyncio.get_running_loop().create_future()
         self._pending: dict[int, asyncio.Future[Reply]] = {}
+        self._on_part: dict[int, OnPart] = {}  # request_id -> where a Generate's streamed parts go
         self._receiver = asyncio.get_running_loop().create_task(self._receive())
 
     @classmethod
@@ -112,16 +118,24 @@ class Link:
             raise LinkDownError(f"no Welcome within {self.config.open_timeout_s:g} s") from exc
 
     # -- requests --------------------------------------------------------------------------------
-    async def ask(self, request: Request) -> Reply:
-        """Send ``request`` and wait for its reply; an Error reply raises VerifierRefusedError."""
+    async def ask(self, request: Request, on_part: OnPart | None = None) -> Reply:
+        """Send ``request`` and wait for its reply; an Error reply raises VerifierRefusedError.
+
+        A Generate's parts before its last go to ``on_part`` as they arrive, on this loop.
+        """
         if self.lost.is_set():
             raise LinkDownError(self.lost_reason)
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._pending[request.request_id] = future
+        if on_part is not None:
+            self._on_part[request.request_id] = on_part
         frame = self.protocol.send(request)
         self.traffic.bytes_up += len(frame)
-        await self._send(frame)
-        return await future
+        try:
+            await self._send(frame)
+            return await future
+        finally:
+            self._on_part.pop(request.request_id, None)
 
     def new_request_id(self) -> int:
         return self.protocol.new_request_id()
@@ -169,6 +183,10 @@ class Link:
     async def _dispatch(self, event: object) -> None:
         if isinstance(event, Welcome):
             self._welcomed.set_result(event)
+        elif isinstance(event, Streamed):
+            on_part = self._on_part.get(event.request.request_id)
+            if on_part is not None:
+                on_part(event.part)
         elif isinstance(event, Answered):
             self.traffic.round_trips += 1
             future = self._pending.pop(event.request.request_id, None)

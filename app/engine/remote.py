@@ -8,7 +8,9 @@ Two threads do the work: the event loop that owns the socket (it only moves byte
 and one worker thread that runs the draft (and, offline, a local GGUF model has its own), so the
 keepalive pings are answered while the models compute. For synchronous callers,
 :class:`app.engine.sync.EngineThread` runs this on a loop of its own. One generation at a time;
-the connection (and the server's session) lasts from ``open`` to ``close``.
+the connection (and the server's session) lasts from ``open`` to ``close``. Given a
+:class:`~app.engine.draftless.Draftless` client instead of a draft, the server decodes alone and
+streams (:mod:`app.engine.api_generation`).
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from app.engine.api_generation import ApiGeneration
 from app.engine.chain import DraftChain
 from app.engine.client_draft import ClientDraft
 from app.engine.config import EngineConfig
+from app.engine.draftless import Draftless
 from app.engine.events import EngineEvent, Finished
 from app.engine.generation import Generation
 from app.engine.offline import DraftContinuation, GGUFContinuation, OfflineContinuation
@@ -38,7 +42,7 @@ _DONE = object()  # end of a stream's queue
 class RemoteEngine:
     """Speculative decoding against a remote verifier; see the module docstring."""
 
-    def __init__(self, config: EngineConfig, draft: ClientDraft) -> None:
+    def __init__(self, config: EngineConfig, draft: ClientDraft | Draftless) -> None:
         self.config = config
         self.draft = draft
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="moa-draft")
@@ -54,7 +58,7 @@ class RemoteEngine:
 
     async def open(self) -> RemoteEngine:
         """Load the offline model (if any). The verifier is connected to by the first generation."""
-        if self.config.offline_model is not None and self._gguf is None:
+        if self.config.offline_model is not None and self._gguf is None and isinstance(self.draft, ClientDraft):
             vocab = self.draft.drafter.model.parts.vocab_size
             self._gguf = await self.work(GGUFContinuation, self.config.offline_model, vocab)
         self._session = VerifierSession(self.config, self.draft, lambda event: self._emit(event))
@@ -116,6 +120,9 @@ class RemoteEngine:
                 session = self._session
                 assert session is not None, "open() the engine (or use it as an async context manager) first"
                 self._emit = put
+                if isinstance(self.draft, Draftless):
+                    await ApiGeneration(prompt, decode, self.draft, session, put).run()
+                    return
                 chain = DraftChain(self.draft.drafter.model, decode.sampling, decode.sampling.generator())
                 offline: OfflineContinuation = self._gguf or DraftContinuation(chain, self.work)
                 generation = Generation(

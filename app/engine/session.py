@@ -23,9 +23,10 @@ import torch
 
 from app.engine.client_draft import ClientDraft
 from app.engine.config import EngineConfig
+from app.engine.draftless import Draftless
 from app.engine.errors import LinkDownError, VerifierRefusedError, VerifierUnavailableError
 from app.engine.events import EngineEvent, Reconnecting
-from app.engine.link import Link, Reply, Request, Traffic
+from app.engine.link import Link, OnPart, Reply, Request, Traffic
 from drafts.errors import ErrorCode
 from drafts.protocol import PROTOCOL_VERSION, Capabilities, Hello, Prefill, Prefilled, Rewind
 
@@ -33,7 +34,9 @@ from drafts.protocol import PROTOCOL_VERSION, Capabilities, Hello, Prefill, Pref
 class VerifierSession:
     """See the module docstring. Lives on the event loop that owns the socket."""
 
-    def __init__(self, config: EngineConfig, draft: ClientDraft, emit: Callable[[EngineEvent], None]) -> None:
+    def __init__(
+        self, config: EngineConfig, draft: ClientDraft | Draftless, emit: Callable[[EngineEvent], None]
+    ) -> None:
         self.config = config
         self.draft = draft
         self.emit = emit
@@ -53,13 +56,13 @@ class VerifierSession:
         return self.link is not None and not self.link.lost.is_set()
 
     # -- requests --------------------------------------------------------------------------------
-    async def ask(self, request: Request) -> Reply:
-        """Send ``request`` (its request_id is assigned here) and wait for the reply."""
+    async def ask(self, request: Request, on_part: OnPart | None = None) -> Reply:
+        """Send ``request`` (its request_id is assigned here) and wait for the reply (parts to ``on_part``)."""
         link = self.link
         if link is None or link.lost.is_set():
             raise LinkDownError(link.lost_reason if link is not None else "not connected")
         request = dataclasses.replace(request, request_id=link.new_request_id())
-        reply = await link.ask(request)
+        reply = await link.ask(request, on_part)
         self.committed = reply.committed
         return reply
 

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from app.engine.client_draft import ClientDraft
 from app.engine.config import EngineConfig
+from app.engine.draftless import Draftless
 from app.engine.events import EngineEvent, Finished
 from app.engine.remote import RemoteEngine
 from drafts.decoding.config import DecodeConfig
@@ -29,7 +30,7 @@ _DONE = object()
 class EngineThread:
     """A :class:`RemoteEngine` on its own event loop in a daemon thread."""
 
-    def __init__(self, config: EngineConfig, draft: ClientDraft, timeout_s: float = 60.0) -> None:
+    def __init__(self, config: EngineConfig, draft: ClientDraft | Draftless, timeout_s: float = 60.0) -> None:
         self.engine = RemoteEngine(config, draft)
         self.timeout_s = timeout_s  # for open and close
         self._loop = asyncio.new_event_loop()

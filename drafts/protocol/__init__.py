@@ -20,6 +20,8 @@ from drafts.protocol.messages import (
     Capabilities,
     Error,
     ErrorCode,
+    Generate,
+    Generated,
     Hello,
     Message,
     MessageType,
@@ -33,7 +35,7 @@ from drafts.protocol.messages import (
     Verify,
     Welcome,
 )
-from drafts.protocol.state import Answered, ClientProtocol, FrameRejected, ServerProtocol, SessionState
+from drafts.protocol.state import Answered, ClientProtocol, FrameRejected, ServerProtocol, SessionState, Streamed
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -44,6 +46,8 @@ __all__ = [
     "Error",
     "ErrorCode",
     "FrameRejected",
+    "Generate",
+    "Generated",
     "Hello",
     "Limits",
     "Message",
@@ -55,6 +59,7 @@ __all__ = [
     "Rewound",
     "ServerProtocol",
     "SessionState",
+    "Streamed",
     "Timings",
     "Verified",
     "Verify",

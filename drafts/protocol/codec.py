@@ -50,9 +50,9 @@ from drafts.errors import (
     ProtocolError,
     UnsupportedVersionError,
 )
+from drafts.protocol.checks import MAX_INT
 from drafts.protocol.limits import Limits
 from drafts.protocol.messages import (
-    MAX_INT,
     Message,
     MessageType,
 )
@@ -66,7 +66,7 @@ MAGIC = b"MOA"
 WIRE_VERSION = 1  # the framing below; the message set has its own PROTOCOL_VERSION
 _PREFIX = struct.Struct(">3sBI")  # magic, wire version, header length
 PREFIX_BYTES = _PREFIX.size
-_TENSOR_FIELDS = ("tokens", "parents", "q", "accepted")
+_TENSOR_FIELDS = ("tokens", "parents", "q", "accepted", "stop_tokens")
 _GROUP = "activations"  # the one field that is a dict of tensors
 _TENSOR_NAME = re.compile(r"[A-Za-z0-9_.:/-]{1,64}")
 _TENSOR_ENTRY_KEYS = ("name", "dtype", "shape", "offset", "nbytes")

@@ -11,12 +11,17 @@ A session, in order (client = the user's machine running the draft, server = the
                                       <-    Verified(id, accepted path, next token, activations)
     Rewind(id, length)                ->                                     drop tokens after ``length``
                                       <-    Rewound(id, committed)
+    Generate(id, root, max, stops)    ->                                     the target decodes alone
+                                      <-    Generated(id, tokens, done=False) ...   one per token
+                                      <-    Generated(id, tokens, done=True)        the reply
     Bye()                             ->
 
-Every request (Prefill, Verify, Rewind) gets exactly one reply: its result or an Error with its
-``request_id``. Requests may be pipelined; the server handles them in order. ``committed`` is
-always the server's committed length after the request. Activations are those of the tokens
-the request committed, one row per token, keyed as in ``Needs``: ``"kv"`` (m, L, W),
+Every request (Prefill, Verify, Rewind, Generate) gets exactly one reply: its result or an Error
+with its ``request_id``; a Generate's reply is its ``done`` Generated part, after the parts it
+streams (plain server-side decoding, the "API streaming" baseline and the draftless mode).
+Requests may be pipelined; the server handles them in order. ``committed`` is always the
+server's committed length after the request. Activations are those of the tokens the request
+committed, one row per token, keyed as in ``Needs``: ``"kv"`` (m, L, W),
 ``"hidden:<layer>"`` (m, H), ``"memory"`` (m, H) for a compressed draft input; an int8-quantised
 entry ``name`` comes with ``name + ".scale"`` (see :mod:`drafts.protocol.tensors`).
 
@@ -38,15 +43,20 @@ import torch
 
 from drafts.acceptance import Acceptance
 from drafts.errors import ErrorCode, MalformedFrameError
+from drafts.protocol.checks import (
+    PROB_DTYPES,
+    TOKEN_DTYPES,
+    require_activations,
+    require_non_negative,
+    require_positive,
+    require_tensor,
+    require_tokens,
+)
 from drafts.sampling import SamplingConfig
 from drafts.target.activations import ActivationRequest
 from drafts.tree import DraftTree
 
-PROTOCOL_VERSION = 1  # the message set below; bump on any change to a message or its meaning
-
-TOKEN_DTYPES = (torch.int64,)  # token ids, tree indices: torch's index dtype
-PROB_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-ACTIVATION_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int8)
+PROTOCOL_VERSION = 2  # the message set below; bump on any change to a message or its meaning (2: Generate)
 
 
 class MessageType(Enum):
@@ -58,6 +68,8 @@ class MessageType(Enum):
     VERIFIED = "verified"
     REWIND = "rewind"
     REWOUND = "rewound"
+    GENERATE = "generate"
+    GENERATED = "generated"
     ERROR = "error"
     BYE = "bye"
 
@@ -97,8 +109,8 @@ class Capabilities:
     batching: bool  # whether it batches verifies of several sessions into one forward pass
 
     def __post_init__(self) -> None:
-        _require_positive("capabilities", max_context=self.max_context, max_tree_nodes=self.max_tree_nodes)
-        _require_positive("capabilities", max_frame_bytes=self.max_frame_bytes)
+        require_positive("capabilities", max_context=self.max_context, max_tree_nodes=self.max_tree_nodes)
+        require_positive("capabilities", max_frame_bytes=self.max_frame_bytes)
 
 
 @dataclass(frozen=True)
@@ -131,13 +143,13 @@ class Hello:
     resume_length: int | None = None  # the committed length the client holds for that session
 
     def __post_init__(self) -> None:
-        _require_non_negative("hello", protocol_version=self.protocol_version)
+        require_non_negative("hello", protocol_version=self.protocol_version)
         if not self.draft_id:
             raise MalformedFrameError("hello.draft_id is empty; name the draft the client runs")
         if self.resume_length is not None:
             if self.resume_session is None:
                 raise MalformedFrameError("hello.resume_length needs resume_session; send both or neither")
-            _require_non_negative("hello", resume_length=self.resume_length)
+            require_non_negative("hello", resume_length=self.resume_length)
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: tensors do not compare with ==
@@ -149,8 +161,8 @@ class Prefill:
     tokens: torch.Tensor  # (n,) int64 token ids
 
     def __post_init__(self) -> None:
-        _require_non_negative("prefill", request_id=self.request_id)
-        _require_tokens("prefill.tokens", self.tokens)
+        require_non_negative("prefill", request_id=self.request_id)
+        require_tokens("prefill.tokens", self.tokens)
 
 
 @dataclass(frozen=True, eq=False)
@@ -166,14 +178,14 @@ class Verify:
     sampling: SamplingConfig
 
     def __post_init__(self) -> None:
-        _require_non_negative("verify", request_id=self.request_id, root_token=self.root_token)
-        _require_tokens("verify.tokens", self.tokens)
-        _require_tensor("verify.parents", self.parents, TOKEN_DTYPES, (self.tokens.shape[0],))
+        require_non_negative("verify", request_id=self.request_id, root_token=self.root_token)
+        require_tokens("verify.tokens", self.tokens)
+        require_tensor("verify.parents", self.parents, TOKEN_DTYPES, (self.tokens.shape[0],))
         above = torch.arange(self.parents.shape[0])  # (N,) parents[i] must be in [0, i]
         if bool(((self.parents < 0) | (self.parents > above)).any()):
             raise MalformedFrameError("verify.parents[i] must be in [0, i]: list parents before their children")
         if self.q is not None:
-            _require_tensor("verify.q", self.q, PROB_DTYPES, (self.tokens.shape[0], None))
+            require_tensor("verify.q", self.q, PROB_DTYPES, (self.tokens.shape[0], None))
             if self.q.shape[1] == 0 or not bool(((self.q >= 0) & torch.isfinite(self.q)).all()):
                 raise MalformedFrameError("verify.q must hold finite probabilities >= 0 over a non-empty vocabulary")
 
@@ -197,7 +209,24 @@ class Rewind:
     length: int
 
     def __post_init__(self) -> None:
-        _require_non_negative("rewind", request_id=self.request_id, length=self.length)
+        require_non_negative("rewind", request_id=self.request_id, length=self.length)
+
+
+@dataclass(frozen=True, eq=False)
+class Generate:
+    """The target decodes alone after ``root_token``, streaming each token (no draft on this client)."""
+
+    TYPE: ClassVar[MessageType] = MessageType.GENERATE
+    request_id: int
+    root_token: int  # the newest token the server has not processed, as for Verify
+    max_new_tokens: int  # stop after this many tokens
+    stop_tokens: torch.Tensor  # (s,) int64: a token among these ends the output (and is part of it)
+    sampling: SamplingConfig
+
+    def __post_init__(self) -> None:
+        require_non_negative("generate", request_id=self.request_id, root_token=self.root_token)
+        require_positive("generate", max_new_tokens=self.max_new_tokens)
+        require_tokens("generate.stop_tokens", self.stop_tokens)
 
 
 @dataclass(frozen=True)
@@ -223,7 +252,7 @@ class Welcome:
     committed: int  # tokens the server holds for this session (0 for a new one)
 
     def __post_init__(self) -> None:
-        _require_non_negative("welcome", protocol_version=self.protocol_version, committed=self.committed)
+        require_non_negative("welcome", protocol_version=self.protocol_version, committed=self.committed)
         if not self.session_id:
             raise MalformedFrameError("welcome.session_id is empty; every session needs an id")
 
@@ -239,8 +268,8 @@ class Prefilled:
     timings: Timings = Timings()
 
     def __post_init__(self) -> None:
-        _require_non_negative("prefilled", request_id=self.request_id, committed=self.committed)
-        _require_activations("prefilled", self.activations, rows=None)
+        require_non_negative("prefilled", request_id=self.request_id, committed=self.committed)
+        require_activations("prefilled", self.activations, rows=None)
 
 
 @dataclass(frozen=True, eq=False)
@@ -256,12 +285,12 @@ class Verified:
     timings: Timings = Timings()
 
     def __post_init__(self) -> None:
-        _require_non_negative("verified", request_id=self.request_id, next_token=self.next_token)
-        _require_non_negative("verified", committed=self.committed)
-        _require_tensor("verified.accepted", self.accepted, TOKEN_DTYPES, (None,))
+        require_non_negative("verified", request_id=self.request_id, next_token=self.next_token)
+        require_non_negative("verified", committed=self.committed)
+        require_tensor("verified.accepted", self.accepted, TOKEN_DTYPES, (None,))
         if self.accepted.numel() and not bool((self.accepted[0] >= 1) & (self.accepted.diff() > 0).all()):
             raise MalformedFrameError("verified.accepted must be increasing tree indices >= 1 (a root-to-leaf path)")
-        _require_activations("verified", self.activations, rows=1 + self.accepted.shape[0])
+        require_activations("verified", self.activations, rows=1 + self.accepted.shape[0])
 
     @classmethod
     def of(
@@ -289,7 +318,27 @@ class Rewound:
     committed: int
 
     def __post_init__(self) -> None:
-        _require_non_negative("rewound", request_id=self.request_id, committed=self.committed)
+        require_non_negative("rewound", request_id=self.request_id, committed=self.committed)
+
+
+@dataclass(frozen=True, eq=False)
+class Generated:
+    """A part of the reply to Generate: the next token(s); the part with ``done`` answers the request.
+
+    ``committed`` counts the tokens the server holds: all but the newest generated token, which is
+    the next root (as ``Verified.next_token``).
+    """
+
+    TYPE: ClassVar[MessageType] = MessageType.GENERATED
+    request_id: int
+    tokens: torch.Tensor  # (n,) int64 new tokens, in order (n may be 0 in a done part)
+    committed: int
+    done: bool  # the last part: a stop token, max_new_tokens, or the context is full
+    timings: Timings = Timings()  # of this part
+
+    def __post_init__(self) -> None:
+        require_non_negative("generated", request_id=self.request_id, committed=self.committed)
+        require_tokens("generated.tokens", self.tokens)
 
 
 @dataclass(frozen=True)
@@ -304,67 +353,18 @@ class Error:
 
     def __post_init__(self) -> None:
         if self.request_id is not None:
-            _require_non_negative("error", request_id=self.request_id)
+            require_non_negative("error", request_id=self.request_id)
 
 
-Request = Prefill | Verify | Rewind
-Reply = Prefilled | Verified | Rewound | Error
-ClientMessage = Hello | Prefill | Verify | Rewind | Bye
-ServerMessage = Welcome | Prefilled | Verified | Rewound | Error
+Request = Prefill | Verify | Rewind | Generate
+Reply = Prefilled | Verified | Rewound | Generated | Error
+ClientMessage = Hello | Prefill | Verify | Rewind | Generate | Bye
+ServerMessage = Welcome | Prefilled | Verified | Rewound | Generated | Error
 Message = ClientMessage | ServerMessage
 
 REPLY_TYPES: dict[MessageType, MessageType] = {
     MessageType.PREFILL: MessageType.PREFILLED,
     MessageType.VERIFY: MessageType.VERIFIED,
     MessageType.REWIND: MessageType.REWOUND,
+    MessageType.GENERATE: MessageType.GENERATED,
 }
-
-
-# -- checks --------------------------------------------------------------------------------------
-
-MAX_INT = 2**53 - 1  # the largest int every JSON peer reads exactly
-
-
-def _require_non_negative(where: str, **values: int) -> None:
-    for name, value in values.items():
-        if not 0 <= value <= MAX_INT:
-            raise MalformedFrameError(f"{where}.{name} must be an int in [0, 2**53), got {value}")
-
-
-def _require_positive(where: str, **values: int) -> None:
-    for name, value in values.items():
-        if not 0 < value <= MAX_INT:
-            raise MalformedFrameError(f"{where}.{name} must be an int in [1, 2**53), got {value}")
-
-
-def _require_tensor(
-    where: str, tensor: torch.Tensor, dtypes: tuple[torch.dtype, ...], shape: tuple[int | None, ...]
-) -> None:
-    """``tensor`` has one of ``dtypes`` and ``shape`` (None matches any size)."""
-    if tensor.dtype not in dtypes:
-        names = ", ".join(str(d).removeprefix("torch.") for d in dtypes)
-        raise MalformedFrameError(f"{where} must be {names}, got {str(tensor.dtype).removeprefix('torch.')}")
-    if tensor.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, tensor.shape, strict=True)):
-        want = ", ".join("*" if s is None else str(s) for s in shape)
-        raise MalformedFrameError(f"{where} must have shape ({want}), got {tuple(tensor.shape)}")
-
-
-def _require_tokens(where: str, tokens: torch.Tensor) -> None:
-    _require_tensor(where, tokens, TOKEN_DTYPES, (None,))
-    if bool((tokens < 0).any()):
-        raise MalformedFrameError(f"{where} holds negative token ids")
-
-
-def _require_activations(where: str, activations: Mapping[str, torch.Tensor], rows: int | None) -> None:
-    """Activation tensors share their first dimension (one row per token), ``rows`` if given."""
-    for name, tensor in activations.items():
-        if tensor.dtype not in ACTIVATION_DTYPES or tensor.ndim == 0:
-            raise MalformedFrameError(
-                f"{where}.activations[{name!r}] must be a float or int8 tensor with a token dimension, "
-                f"got {str(tensor.dtype).removeprefix('torch.')} of shape {tuple(tensor.shape)}"
-            )
-        rows = tensor.shape[0] if rows is None else rows
-        if tensor.shape[0] != rows:
-            raise MalformedFrameError(
-                f"{where}.activations[{name!r}] has {tensor.shape[0]} rows, expected {rows}: one per committed token"
-            )

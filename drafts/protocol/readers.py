@@ -15,12 +15,14 @@ from drafts.errors import (
     MalformedFrameError,
     TreeTooLargeError,
 )
+from drafts.protocol.checks import MAX_INT
 from drafts.protocol.limits import Limits
 from drafts.protocol.messages import (
-    MAX_INT,
     Bye,
     Capabilities,
     Error,
+    Generate,
+    Generated,
     Hello,
     Message,
     MessageType,
@@ -252,6 +254,26 @@ def _rewound(f: Fields, t: TensorFields, limits: Limits) -> Rewound:
     return Rewound(f.integer("request_id"), f.integer("committed"))
 
 
+def _generate(f: Fields, t: TensorFields, limits: Limits) -> Generate:
+    return Generate(
+        request_id=f.integer("request_id"),
+        root_token=f.integer("root_token"),
+        max_new_tokens=f.integer("max_new_tokens"),
+        stop_tokens=t.take("stop_tokens"),
+        sampling=f.section("sampling", _sampling),
+    )
+
+
+def _generated(f: Fields, t: TensorFields, limits: Limits) -> Generated:
+    return Generated(
+        request_id=f.integer("request_id"),
+        tokens=t.take("tokens"),
+        committed=f.integer("committed"),
+        done=f.flag("done"),
+        timings=f.section("timings", _timings),
+    )
+
+
 def _error(f: Fields, t: TensorFields, limits: Limits) -> Error:
     request_id = f.optional_integer("request_id")
     code = f.text("code")
@@ -274,6 +296,8 @@ DECODERS: dict[MessageType, _Decoder] = {
     MessageType.VERIFIED: _verified,
     MessageType.REWIND: _rewind,
     MessageType.REWOUND: _rewound,
+    MessageType.GENERATE: _generate,
+    MessageType.GENERATED: _generated,
     MessageType.ERROR: _error,
     MessageType.BYE: _bye,
 }

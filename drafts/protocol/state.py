@@ -36,6 +36,8 @@ from drafts.protocol.messages import (
     REPLY_TYPES,
     Bye,
     Error,
+    Generate,
+    Generated,
     Hello,
     Message,
     Prefill,
@@ -73,7 +75,15 @@ class Answered:
     reply: Reply
 
 
-Event = Message | FrameRejected | Answered
+@dataclass(frozen=True)
+class Streamed:
+    """A part of a Generate's reply arrived; the request stays in flight until its ``done`` part."""
+
+    request: Generate
+    part: Generated
+
+
+Event = Message | FrameRejected | Answered | Streamed
 
 
 class _Session:
@@ -134,7 +144,7 @@ class ServerProtocol(_Session):
                 )
             self.hello = message
             self.state = SessionState.AWAITING_WELCOME
-        elif self.state is SessionState.OPEN and isinstance(message, Prefill | Verify | Rewind):
+        elif self.state is SessionState.OPEN and isinstance(message, Prefill | Verify | Rewind | Generate):
             pass  # the host answers; requests are handled in order
         elif self.state is SessionState.OPEN and isinstance(message, Bye):
             self.state = SessionState.CLOSED
@@ -145,7 +155,7 @@ class ServerProtocol(_Session):
     def _is_fatal(self, exc: ProtocolError) -> bool:
         return self.state is not SessionState.OPEN or isinstance(exc, UnsupportedVersionError)
 
-    def send(self, message: Welcome | Prefilled | Verified | Rewound | Error) -> bytes:
+    def send(self, message: Welcome | Prefilled | Verified | Rewound | Generated | Error) -> bytes:
         """The frame to send for ``message``; a fatal Error closes the session."""
         if self.state is SessionState.CLOSED:
             raise UnexpectedMessageError(f"cannot send {message.TYPE.value}: the session is closed")
@@ -153,7 +163,7 @@ class ServerProtocol(_Session):
             self.state = SessionState.OPEN
         elif isinstance(message, Error):
             self._received_error(message)  # our own fatal Error closes the session just like the peer's
-        elif not (isinstance(message, Prefilled | Verified | Rewound) and self.state is SessionState.OPEN):
+        elif not (isinstance(message, Prefilled | Verified | Rewound | Generated) and self.state is SessionState.OPEN):
             raise self._unexpected(message, "the server")
         return encode(message)
 
@@ -172,11 +182,11 @@ class ClientProtocol(_Session):
         self._next_id += 1
         return self._next_id
 
-    def send(self, message: Hello | Prefill | Verify | Rewind | Bye) -> bytes:
+    def send(self, message: Hello | Prefill | Verify | Rewind | Generate | Bye) -> bytes:
         """The frame to send for ``message``; requests are tracked until their reply arrives."""
         if isinstance(message, Hello) and self.state is SessionState.AWAITING_HELLO:
             self.state = SessionState.AWAITING_WELCOME
-        elif isinstance(message, Prefill | Verify | Rewind) and self.state is SessionState.OPEN:
+        elif isinstance(message, Prefill | Verify | Rewind | Generate) and self.state is SessionState.OPEN:
             if message.request_id in self.in_flight:
                 raise UnexpectedMessageError(f"request {message.request_id} is still in flight; use new_request_id()")
             self.in_flight[message.request_id] = message
@@ -192,7 +202,7 @@ class ClientProtocol(_Session):
         if isinstance(message, Error) and message.request_id is None:
             self._received_error(message)
             return [message]
-        if isinstance(message, Prefilled | Verified | Rewound | Error) and self.state is SessionState.OPEN:
+        if isinstance(message, Prefilled | Verified | Rewound | Generated | Error) and self.state is SessionState.OPEN:
             return [self._match(message)]
         raise self._unexpected(message, "the server")
 
@@ -206,13 +216,16 @@ class ClientProtocol(_Session):
         self.state = SessionState.OPEN
         return [welcome]
 
-    def _match(self, reply: Reply) -> Answered:
+    def _match(self, reply: Reply) -> Answered | Streamed:
         request = None if reply.request_id is None else self.in_flight.get(reply.request_id)
         if request is None or not (isinstance(reply, Error) or REPLY_TYPES[request.TYPE] is reply.TYPE):
             raise UnexpectedMessageError(
                 f"the server sent {reply.TYPE.value} for request {reply.request_id}, which is not in flight "
                 f"(in flight: {sorted(self.in_flight)[:10]}); the server is out of step with this client",
             )
+        if isinstance(reply, Generated) and not reply.done:
+            assert isinstance(request, Generate)
+            return Streamed(request, reply)
         del self.in_flight[request.request_id]
         if isinstance(reply, Error):
             self._received_error(reply)

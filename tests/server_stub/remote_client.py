@@ -21,6 +21,8 @@ from drafts.protocol import (
     ClientProtocol,
     Error,
     FrameRejected,
+    Generate,
+    Generated,
     Hello,
     Limits,
     Message,
@@ -29,6 +31,7 @@ from drafts.protocol import (
     Prefilled,
     Rewind,
     Rewound,
+    Streamed,
     Verified,
     Verify,
     Welcome,
@@ -40,7 +43,7 @@ from server_stub.auth import bearer
 
 GREEDY = SamplingConfig()
 NOTHING = Needs()
-Reply = Prefilled | Verified | Rewound | Error
+Reply = Prefilled | Verified | Rewound | Generated | Error
 
 
 class RemoteClient:
@@ -74,11 +77,13 @@ class RemoteClient:
                 if isinstance(event, Error):
                     self.notices.append(event)
 
-    async def ask(self, request: Prefill | Verify | Rewind) -> Reply:
-        """Send ``request`` and wait for its reply (or a session-level Error)."""
+    async def ask(self, request: Prefill | Verify | Rewind | Generate, parts: list[Generated] | None = None) -> Reply:
+        """Send ``request`` and wait for its reply (or a session-level Error); a Generate's parts go to ``parts``."""
         await self.ws.send(self.protocol.send(request))
         while True:
             for event in await self._events():
+                if isinstance(event, Streamed) and parts is not None:
+                    parts.append(event.part)
                 if isinstance(event, Answered) and event.request.request_id == request.request_id:
                     return event.reply
                 if isinstance(event, Error):
@@ -89,6 +94,15 @@ class RemoteClient:
 
     async def verify(self, root: int, tree: DraftTree, sampling: SamplingConfig = GREEDY) -> Reply:
         return await self.ask(Verify.of(self.protocol.new_request_id(), root, tree, sampling))
+
+    async def generate(
+        self, root: int, max_new_tokens: int, stops: tuple[int, ...] = (), sampling: SamplingConfig = GREEDY
+    ) -> tuple[list[Generated], Reply]:
+        """Plain decoding on the server: (the streamed parts, the reply)."""
+        parts: list[Generated] = []
+        stop_tokens = torch.tensor(stops, dtype=torch.int64)
+        request = Generate(self.protocol.new_request_id(), root, max_new_tokens, stop_tokens, sampling)
+        return parts, await self.ask(request, parts)
 
     async def rewind(self, length: int) -> Reply:
         return await self.ask(Rewind(self.protocol.new_request_id(), length))

@@ -12,6 +12,8 @@ from drafts.protocol.messages import (
     Bye,
     Capabilities,
     Error,
+    Generate,
+    Generated,
     Hello,
     Message,
     MessageType,
@@ -30,7 +32,20 @@ from drafts.target.activations import ActivationRequest
 from drafts.tree import DraftTree
 from tests.drafts.protocol.examples import hello, verified, verify, welcome
 
-ALL: list[type[Message]] = [Hello, Welcome, Prefill, Prefilled, Verify, Verified, Rewind, Rewound, Error, Bye]
+ALL: list[type[Message]] = [
+    Hello,
+    Welcome,
+    Prefill,
+    Prefilled,
+    Verify,
+    Verified,
+    Rewind,
+    Rewound,
+    Generate,
+    Generated,
+    Error,
+    Bye,
+]
 
 
 def test_every_message_type_has_exactly_one_message_class() -> None:
@@ -42,6 +57,7 @@ def test_every_request_type_names_its_reply_type() -> None:
         Prefill.TYPE: Prefilled.TYPE,
         Verify.TYPE: Verified.TYPE,
         Rewind.TYPE: Rewound.TYPE,
+        Generate.TYPE: Generated.TYPE,
     }
 
 
@@ -97,6 +113,9 @@ def test_needs_carry_an_activation_request_there_and_back() -> None:
         (lambda: welcome(session_id=""), "session_id is empty"),
         (lambda: Capabilities(0, 1, 1, "float16", False), "max_context must be an int in \\[1"),
         (lambda: Timings(float("nan"), 0.0), "queue_ms must be a finite number"),
+        (lambda: Generate(1, 2, 0, torch.tensor([0]), SamplingConfig()), "max_new_tokens must be an int in \\[1"),
+        (lambda: Generate(1, 2, 8, torch.tensor([-2]), SamplingConfig()), "negative token ids"),
+        (lambda: Generated(1, torch.tensor([1.5]), 3, done=True), "generated.tokens must be int64"),
     ],
 )
 def test_a_message_refuses_to_be_built_broken(build: object, match: str) -> None:

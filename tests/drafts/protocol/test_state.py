@@ -7,8 +7,22 @@ import torch
 
 from drafts.errors import ErrorCode, UnexpectedMessageError
 from drafts.protocol.codec import Limits, decode, encode
-from drafts.protocol.messages import Bye, Error, Prefill, Prefilled, Reply, Rewind, Rewound, Verified, Verify
-from drafts.protocol.state import Answered, ClientProtocol, FrameRejected, ServerProtocol, SessionState
+from drafts.protocol.messages import (
+    PROTOCOL_VERSION,
+    Bye,
+    Error,
+    Generate,
+    Generated,
+    Prefill,
+    Prefilled,
+    Reply,
+    Rewind,
+    Rewound,
+    Verified,
+    Verify,
+)
+from drafts.protocol.state import Answered, ClientProtocol, FrameRejected, ServerProtocol, SessionState, Streamed
+from drafts.sampling import SamplingConfig
 from tests.drafts.protocol.examples import assert_same, hello, verified, verify, welcome
 
 
@@ -62,6 +76,31 @@ def test_every_request_is_answered_and_matched_to_its_reply() -> None:
         (prefill, Prefilled),
     ]
     assert client.in_flight == {}
+
+
+def test_a_generate_streams_parts_and_its_done_part_answers_it() -> None:
+    client, server = _open_session()
+    generate = Generate(client.new_request_id(), 5, 3, torch.tensor([0]), SamplingConfig())
+    [received] = server.receive(client.send(generate))
+    assert isinstance(received, Generate)
+    parts = [Generated(1, torch.tensor([t]), 10 + i, done=False) for i, t in enumerate((7, 8))]
+    parts.append(Generated(1, torch.tensor([0]), 12, done=True))
+
+    events = [event for part in parts for event in client.receive(server.send(part))]
+
+    assert [type(e) for e in events] == [Streamed, Streamed, Answered]
+    assert [e.part.tokens.tolist() for e in events if isinstance(e, Streamed)] == [[7], [8]]
+    assert client.in_flight == {}
+
+
+def test_a_generated_part_after_the_done_part_closes_the_client() -> None:
+    client, server = _open_session()
+    client.send(Generate(client.new_request_id(), 5, 1, torch.tensor([0]), SamplingConfig()))
+    client.receive(server.send(Generated(1, torch.tensor([3]), 6, done=True)))
+
+    error = _rejection(client.receive(server.send(Generated(1, torch.tensor([4]), 7, done=False))))
+
+    assert error.fatal and client.state is SessionState.CLOSED
 
 
 def test_bye_closes_both_ends() -> None:
@@ -186,7 +225,7 @@ def test_a_welcome_of_another_protocol_version_closes_the_client() -> None:
     client = ClientProtocol()
     client.send(hello())
 
-    error = _rejection(client.receive(encode(welcome(protocol_version=2))))
+    error = _rejection(client.receive(encode(welcome(protocol_version=PROTOCOL_VERSION + 1))))
 
     assert error.code is ErrorCode.UNSUPPORTED_VERSION and client.state is SessionState.CLOSED
 
