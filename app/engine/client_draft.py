@@ -57,5 +57,10 @@ class ClientDraft:
 
     @property
     def wants_memory(self) -> bool:
-        """A MoA draft reads the all-layer KV, which the verifier can compress to one vector per token."""
-        return self.drafter.model.kind == "moa"
+        """A MoA draft reads the all-layer KV, which the verifier can compress to one vector per token.
+
+        Not with Target Layer Inference (N > 0): its reused target layers attend to the target's own
+        keys/values of those layers, so such a draft asks for the raw all-layer KV.
+        """
+        model = self.drafter.model
+        return model.kind == "moa" and getattr(getattr(model, "cfg", None), "tli_layers", 0) == 0

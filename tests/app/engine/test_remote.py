@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from app.engine.client_draft import ClientDraft
 from app.engine.errors import VerifierRefusedError, VerifierUnavailableError
 from app.engine.events import Finished, TokenGenerated
 from app.engine.remote import RemoteEngine
@@ -17,8 +18,11 @@ from drafts.decoding.config import DecodeConfig
 from drafts.decoding.stopping import StopReason
 from drafts.errors import ErrorCode
 from drafts.net import LinkProfile, ShaperThread, preset
+from drafts.neural.drafter import NeuralDrafter
+from drafts.neural.factory import default_config
 from drafts.sampling import SamplingConfig
 from tests.app.engine.scenario import (
+    CLIENT_RUNNER,
     PROMPT,
     SERVER_RUNNER,
     Recording,
@@ -29,6 +33,7 @@ from tests.app.engine.scenario import (
     reference,
 )
 from tests.app.engine.servers import ServerThread, free_port
+from tests.tiny_drafts import random_draft
 
 NEW_TOKENS = 30
 
@@ -169,3 +174,16 @@ def test_a_generation_abandoned_midway_leaves_the_engine_ready_for_the_next() ->
         finished = engine.generate(PROMPT[:8], DecodeConfig(max_new_tokens=NEW_TOKENS))
 
     assert list(finished.tokens) == reference(NEW_TOKENS, PROMPT[:8])
+
+
+def test_a_moa_draft_with_target_layer_inference_asks_for_the_raw_kv_and_stays_lossless() -> None:
+    tli = random_draft("moa", CLIENT_RUNNER, seed=1, config=default_config("moa", CLIENT_RUNNER, tli_layers=1))
+    draft = ClientDraft.of(NeuralDrafter(tli), "moa-tli1-tiny-test", CLIENT_RUNNER)
+    assert not draft.wants_memory
+    with (
+        ServerThread(SERVER_RUNNER, moa_compressor()) as server,
+        EngineThread(engine_config(server.port), draft) as engine,
+    ):
+        finished = engine.generate(PROMPT, DecodeConfig(max_new_tokens=NEW_TOKENS))
+
+    assert list(finished.tokens) == reference(NEW_TOKENS)
