@@ -2,6 +2,7 @@
 
 moa-train --draft moa --target smollm2 --data sharegpt --tokens 500000 --out runs/moa
 moa-train --draft moa --out runs/moa --tokens 500000 --resume     # continue after a stop
+moa-train --draft moa --init runs/moa --data regen.jsonl --tokens 50000 --out runs/moa-ft   # fine-tune
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from drafts.neural.target_parts import TargetParts
 from drafts.target.device import DEVICE_CHOICES, resolve_device
 from drafts.target.loading import TargetFingerprint, load_target
 from drafts.target.runner import TargetRunner
-from drafts.training.checkpoint import WEIGHTS_FILE, check_fingerprint, read_meta
+from drafts.training.checkpoint import WEIGHTS_FILE, check_fingerprint, load_draft, read_meta
 from drafts.training.data import load_training_conversations
 from drafts.training.losses import LossWeights
 from drafts.training.tokenize import tokenize_all
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokens", type=int, required=True, help="training budget in sequence tokens")
     p.add_argument("--out", type=Path, required=True, help="checkpoint directory")
     p.add_argument("--resume", action="store_true", help="continue the run saved in --out")
+    p.add_argument("--init", type=Path, default=None, help="start from this checkpoint's weights (fresh schedule)")
     p.add_argument("--max-len", type=int, default=512)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--accum", type=int, default=2, help="sequences per optimizer step")
@@ -76,7 +78,12 @@ def _train(args: argparse.Namespace, argv: list[str]) -> int:
         checkpoint_every=args.checkpoint_every,
         weights=LossWeights(topk=args.topk_weight),
     )
-    model, vocab_info = _resumed_model(args, runner) if args.resume else _new_model(args, runner, conversations, cfg)
+    if args.resume:
+        model, vocab_info = _resumed_model(args, runner)
+    elif args.init is not None:
+        model, vocab_info = _initialised_model(args, runner)
+    else:
+        model, vocab_info = _new_model(args, runner, conversations, cfg)
     trainer = Trainer(model.to(device), runner, conversations, cfg, args.out)
     if args.resume:
         trainer.resume()
@@ -142,6 +149,17 @@ def _resumed_model(args: argparse.Namespace, runner: TargetRunner) -> tuple[Neur
     model = build_draft(meta["kind"], meta["config"], TargetParts.from_model(runner.model, d2t))
     coverage = meta["training"].get("draft_vocab_coverage")
     return model, {"draft_vocab_coverage": coverage}
+
+
+def _initialised_model(args: argparse.Namespace, runner: TargetRunner) -> tuple[NeuralDraft, dict[str, Any]]:
+    """A draft starting from ``--init``'s weights (vocabulary and sizes included): fine-tuning."""
+    meta = read_meta(args.init)
+    if meta["kind"] != args.draft:
+        raise CheckpointError(
+            f"--init {args.init} holds a {meta['kind']} draft, not {args.draft}; pass --draft {meta['kind']}"
+        )
+    model = load_draft(args.init, runner)
+    return model, {"draft_vocab_coverage": meta["training"].get("draft_vocab_coverage"), "init": str(args.init)}
 
 
 def init_weights(model: NeuralDraft) -> None:

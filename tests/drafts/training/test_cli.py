@@ -106,3 +106,30 @@ def test_a_missing_data_file_is_refused(
 
     assert "does not exist; use --data sharegpt" in capsys.readouterr().err
     assert loads == []
+
+
+def test_init_starts_a_new_run_from_a_checkpoints_weights(loads: list[str | None], data: Path, tmp_path: Path) -> None:
+    assert train(data, tmp_path / "base", "--draft", "eagle", "--tokens", "40") == 0
+    assert train(data, tmp_path / "tuned", "--draft", "eagle", "--tokens", "1", "--init", str(tmp_path / "base")) == 0
+    runner = tiny_target_runner(tiny_llama(seed=0), ChatTokenizer())
+    base, tuned = load_draft(tmp_path / "base", runner), load_draft(tmp_path / "tuned", runner)
+
+    assert torch.equal(base.parts.d2t, tuned.parts.d2t)  # the same draft vocabulary
+    moved = [
+        n
+        for (n, a), (_, b) in zip(base.state_dict().items(), tuned.state_dict().items(), strict=True)
+        if not torch.equal(a, b)
+    ]
+    assert moved  # trained on ...
+    drift = max(
+        (a - b).abs().max().item() for a, b in zip(base.state_dict().values(), tuned.state_dict().values(), strict=True)
+    )
+    assert drift < 0.01  # ... one optimizer step away from the base's weights, not a fresh initialisation
+    config = json.loads((tmp_path / "tuned" / CONFIG_FILE).read_text())
+    assert config["training"]["init"] == str(tmp_path / "base")
+
+
+def test_init_with_another_draft_kind_is_refused(loads: list[str | None], data: Path, tmp_path: Path) -> None:
+    assert train(data, tmp_path / "base", "--draft", "eagle", "--tokens", "10") == 0
+
+    assert train(data, tmp_path / "tuned", "--draft", "moa", "--tokens", "10", "--init", str(tmp_path / "base")) == 2
