@@ -25,6 +25,10 @@ class LinkConfig:
     backoff_initial_s: float = 0.05  # the first retry comes quickly: most cuts are short
     backoff_max_s: float = 1.0  # later retries at most this far apart
     connect_timeout_s: float = 10.0  # at the start of a generation, give up after this long without a verifier
+    # A reply (or, for a Generate, its next part) that takes longer than this: the link is treated
+    # as dead (reconnect, resume or replay), so a lost reply can never stall a generation for good.
+    # Generous: a long prompt's raw KV over 3g takes tens of seconds.
+    reply_timeout_s: float = 60.0
     max_frame_bytes: int = 2**28  # largest frame accepted from the server (a long replay's vectors)
 
     def __post_init__(self) -> None:
@@ -37,6 +41,7 @@ class LinkConfig:
             "open_timeout_s",
             "backoff_initial_s",
             "connect_timeout_s",
+            "reply_timeout_s",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be > 0 seconds, got {getattr(self, name)}")

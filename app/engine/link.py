@@ -6,7 +6,8 @@
 
 A dead link is noticed at once when the socket fails (a reset, a refused connect), and within
 ``ping_interval_s + ping_timeout_s`` when it goes silent (keepalive). Either way every request in
-flight fails with :class:`LinkDownError` and :attr:`Link.lost` is set; a Link is never reused
+flight fails with :class:`LinkDownError` and :attr:`Link.lost` is set (as after ``reply_timeout_s``
+without a reply: a reply lost on the way must not stall a generation); a Link is never reused
 after that (:mod:`app.engine.session` opens a new one). Nothing here runs a model, so the
 event loop that owns the socket always answers pings on time.
 """
@@ -127,15 +128,34 @@ class Link:
             raise LinkDownError(self.lost_reason)
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._pending[request.request_id] = future
+        heard = [time.perf_counter()]  # when the request went out, then when its last part came
         if on_part is not None:
-            self._on_part[request.request_id] = on_part
+
+            def part_heard(part: Generated, show: OnPart = on_part) -> None:
+                heard.append(time.perf_counter())
+                show(part)
+
+            self._on_part[request.request_id] = part_heard
         frame = self.protocol.send(request)
         self.traffic.bytes_up += len(frame)
         try:
             await self._send(frame)
-            return await future
+            return await self._reply(future, heard)
         finally:
             self._on_part.pop(request.request_id, None)
+
+    async def _reply(self, future: asyncio.Future[Reply], heard: list[float]) -> Reply:
+        """``future``'s reply; a silence of ``reply_timeout_s`` (no reply, no part) marks the link lost."""
+        timeout = self.config.reply_timeout_s
+        while True:
+            left = heard[-1] + timeout - time.perf_counter()
+            try:
+                return await asyncio.wait_for(asyncio.shield(future), max(left, 0.0))
+            except TimeoutError:
+                if heard[-1] + timeout > time.perf_counter():
+                    continue  # a part came meanwhile
+                self._mark_lost(f"no reply from the verifier within {timeout:g} s")
+                raise LinkDownError(self.lost_reason) from None
 
     def new_request_id(self) -> int:
         return self.protocol.new_request_id()
