@@ -27,7 +27,7 @@ from app.engine.transcript import Transcript
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.stopping import StopCondition, StopReason
 from drafts.errors import ConfigError
-from drafts.protocol import Generate, Generated, Prefill
+from drafts.protocol import Generate, Generated
 
 
 class ApiGeneration:
@@ -66,9 +66,8 @@ class ApiGeneration:
         while True:
             try:
                 await self.session.start()
-                if len(prompt) > 1:
-                    await self.session.ask(Prefill(0, torch.tensor(prompt[:-1], dtype=torch.int64)))
-                    self.forwards += 1
+                await self.session.prefill(prompt[:-1])
+                self.forwards = 1 if len(prompt) > 1 else 0  # the prefill's forward(s): counted as one, as for ar
                 return
             except LinkDownError:
                 continue  # start() reconnects, within the connect timeout

@@ -43,7 +43,7 @@ from drafts.decoding.config import DecodeConfig
 from drafts.decoding.events import TokenSource
 from drafts.decoding.stopping import StopCondition, StopReason
 from drafts.errors import ConfigError, ErrorCode
-from drafts.protocol import Prefill, Verified, Verify
+from drafts.protocol import Prefilled, Verified, Verify
 from drafts.protocol.vectors import from_wire
 from drafts.sampling import SamplingConfig
 from drafts.target.activations import Activations
@@ -96,17 +96,18 @@ class Generation:
     # -- start -----------------------------------------------------------------------------------
     async def _start(self) -> None:
         prompt = self.transcript.prompt
-        await self.work(self.chain.reset)
         while True:
             try:
                 await self.session.start()
-                if len(prompt) > 1:
-                    reply = await self.session.ask(Prefill(0, torch.tensor(prompt[:-1], dtype=torch.int64)))
-                    await self.work(self.chain.observe, prompt[:-1], self._acts(reply))
+                await self.work(self.chain.reset)  # a retried start observes the prompt again
+                await self.session.prefill(prompt[:-1], self._observe)
                 break
             except LinkDownError:
                 continue  # start() reconnects, within the connect timeout
         self.offline.follow(self.transcript.context)
+
+    async def _observe(self, tokens: list[int], reply: Prefilled) -> None:
+        await self.work(self.chain.observe, tokens, self._acts(reply))
 
     # -- online rounds ---------------------------------------------------------------------------
     async def _online(self) -> None:

@@ -5,6 +5,10 @@
                        grace period, cut back to the ``history`` this client holds), or open a new
                        one and replay ``history`` (a Prefill whose vectors the draft already has)
     ask(request)       on the current connection; LinkDownError when there is none
+    prefill(tokens)    append tokens in chunks whose replies stay under PREFILL_FRAME_BYTES: a big
+                       frame holds up the keepalive's pong behind it (on 3g, 200 KB of vectors take
+                       1.6 s, past the 1 s pong timeout), and a link killed that way would be killed
+                       again by every replay of the same prefill
 
 The draft's needs are settled on the first Hello: a MoA draft asks for the memory vectors the
 server computes (20x fewer bytes than the raw KV, see ``server_stub/backend/draft_memory.py``);
@@ -17,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import torch
 
@@ -29,6 +33,10 @@ from app.engine.events import EngineEvent, Reconnecting
 from app.engine.link import Link, OnPart, Reply, Request, Traffic
 from drafts.errors import ErrorCode
 from drafts.protocol import PROTOCOL_VERSION, Capabilities, Hello, Prefill, Prefilled, Rewind
+
+PREFILL_FRAME_BYTES = 48_000  # the largest Prefilled reply asked for: ~0.4 s at 1 Mbit/s (3g)
+FIRST_PREFILL_CHUNK = 16  # tokens in the first chunk, before the reply's bytes per token are known
+TakePrefilled = Callable[[list[int], Prefilled], Awaitable[None]]
 
 
 class VerifierSession:
@@ -45,6 +53,7 @@ class VerifierSession:
         self.session_id: str | None = None
         self.compressed = draft.wants_memory  # ask for server-compressed MoA memory until refused
         self.committed = 0  # tokens the verifier holds for this session, as last confirmed
+        self.prefill_chunk = FIRST_PREFILL_CHUNK  # tokens per Prefill, from the last reply's bytes per token
 
     @property
     def capabilities(self) -> Capabilities:
@@ -66,6 +75,20 @@ class VerifierSession:
         self.committed = reply.committed
         return reply
 
+    async def prefill(self, tokens: list[int], take: TakePrefilled | None = None) -> None:
+        """Append ``tokens`` (chunked, see the module docstring); each chunk and its reply go to ``take``."""
+        done = 0
+        while done < len(tokens):
+            piece = tokens[done : done + self.prefill_chunk]
+            before = self.traffic.bytes_down
+            reply = await self.ask(Prefill(0, torch.tensor(piece, dtype=torch.int64)))
+            assert isinstance(reply, Prefilled)
+            per_token = max(1.0, (self.traffic.bytes_down - before) / len(piece))
+            self.prefill_chunk = max(1, int(PREFILL_FRAME_BYTES // per_token))
+            if take is not None:
+                await take(piece, reply)
+            done += len(piece)
+
     async def start(self) -> None:
         """An empty session for a new generation, connecting first if need be (within connect_timeout_s)."""
         if self.up:
@@ -76,8 +99,7 @@ class VerifierSession:
     async def replay(self, history: list[int]) -> None:
         """The server lost the session's state (evicted): rebuild it from ``history``."""
         await self.ask(Rewind(0, 0))  # revives an evicted session, empty
-        if history:
-            await self.ask(Prefill(0, torch.tensor(history, dtype=torch.int64)))
+        await self.prefill(history)
 
     # -- (re)connecting --------------------------------------------------------------------------
     async def reconnect(self, history: list[int], deadline: float | None = None) -> tuple[bool, int]:
@@ -128,9 +150,7 @@ class VerifierSession:
             return True, 0
         if welcome.committed:
             await self.ask(Rewind(0, 0))
-        if history:
-            reply = await self.ask(Prefill(0, torch.tensor(history, dtype=torch.int64)))
-            assert isinstance(reply, Prefilled)
+        await self.prefill(history)
         return False, len(history)
 
     async def drop(self) -> None:

@@ -1,0 +1,69 @@
+"""The verifier session against a real moa-server on 127.0.0.1: prefills in chunks that keep frames small."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from app.engine import session as session_module
+from app.engine.events import EngineEvent, LinkLost
+from app.engine.session import VerifierSession
+from app.engine.sync import EngineThread
+from drafts.decoding.config import DecodeConfig
+from drafts.net import LinkProfile, ShaperThread
+from tests.app.engine.scenario import (
+    SERVER_RUNNER,
+    Recording,
+    client_draft,
+    engine_config,
+    moa_compressor,
+    reference,
+)
+from tests.app.engine.servers import ServerThread
+from tests.tiny_targets import random_tokens
+
+
+def test_a_long_prefill_goes_in_chunks_whose_replies_stay_under_the_frame_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(session_module, "PREFILL_FRAME_BYTES", 3000)
+    tokens = random_tokens(60, seed=5)
+    sizes: list[int] = []
+
+    async def scenario(port: int) -> int:
+        events: list[EngineEvent] = []
+        session = VerifierSession(engine_config(port), client_draft("moa"), events.append)
+        await session.start()
+        requests = session.traffic.round_trips
+
+        async def take(piece: list[int], reply: object) -> None:
+            sizes.append(len(piece))
+
+        await session.prefill(tokens, take)
+        await session.close()
+        return session.traffic.round_trips - requests
+
+    with ServerThread(SERVER_RUNNER, moa_compressor()) as server:
+        requests = asyncio.run(asyncio.wait_for(scenario(server.port), 60))
+
+    assert sum(sizes) == len(tokens) and requests == len(sizes) >= 3
+    assert sizes[0] == session_module.FIRST_PREFILL_CHUNK and max(sizes[1:]) < len(tokens)
+
+
+def test_on_a_slow_link_a_long_prompts_vectors_arrive_in_frames_that_never_hold_a_pong_past_its_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(session_module, "PREFILL_FRAME_BYTES", 3000)  # 0.5 s at this link's 6 kB/s
+    slow = LinkProfile("slow", latency_ms=5, bandwidth_bps=50_000)  # the whole prompt's 15 kB: 2.4 s
+    prompt = random_tokens(120, seed=7)
+    recording = Recording()
+    with (
+        ServerThread(SERVER_RUNNER) as server,
+        ShaperThread(upstream_port=server.port, profile=slow) as link,
+        EngineThread(engine_config(link.port), client_draft("eagle")) as engine,
+    ):
+        for event in engine.stream(prompt, DecodeConfig(max_new_tokens=4)):
+            recording.add(event)
+
+    assert list(recording.finished.tokens) == reference(4, prompt) and not recording.of(LinkLost)
