@@ -25,8 +25,7 @@ from app.engine.events import EngineEvent, Finished, GenerationStats, LinkLost, 
 from app.engine.session import VerifierSession
 from app.engine.transcript import Transcript
 from drafts.decoding.config import DecodeConfig
-from drafts.decoding.stopping import StopCondition, StopReason
-from drafts.errors import ConfigError
+from drafts.decoding.stopping import StopReason
 from drafts.protocol import Generate, Generated
 
 
@@ -41,10 +40,7 @@ class ApiGeneration:
         session: VerifierSession,
         emit: Callable[[EngineEvent], None],
     ) -> None:
-        if not prompt:
-            raise ConfigError("the prompt is empty; give the model at least one token to continue")
-        stop = StopCondition(decode.max_new_tokens, client.stop_ids, decode.stop_strings)
-        self.transcript = Transcript(list(prompt), stop, client.decode, emit)
+        self.transcript = Transcript.begin(prompt, decode, client.stop_ids, client.decode, emit)
         self.decode, self.client, self.session, self.emit = decode, client, session, emit
         self.forwards = 0
         traffic = session.traffic

@@ -41,8 +41,8 @@ from app.engine.session import VerifierSession
 from app.engine.transcript import Transcript
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.events import TokenSource
-from drafts.decoding.stopping import StopCondition, StopReason
-from drafts.errors import ConfigError, ErrorCode
+from drafts.decoding.stopping import StopReason
+from drafts.errors import ErrorCode
 from drafts.protocol import Prefilled, Verified, Verify
 from drafts.protocol.vectors import from_wire
 from drafts.sampling import SamplingConfig
@@ -65,10 +65,7 @@ class Generation:
         work: Work,
         emit: Callable[[EngineEvent], None],
     ) -> None:
-        if not prompt:
-            raise ConfigError("the prompt is empty; give the model at least one token to continue")
-        stop = StopCondition(decode.max_new_tokens, draft.stop_ids, decode.stop_strings)
-        self.transcript = Transcript(list(prompt), stop, draft.decode, emit)
+        self.transcript = Transcript.begin(prompt, decode, draft.stop_ids, draft.decode, emit)
         self.decode, self.config, self.draft = decode, config, draft
         self.session, self.chain, self.offline = session, chain, offline
         self.work, self.emit = work, emit

@@ -15,8 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from app.engine.events import DraftRejected, EngineEvent, Repaired, TokenGenerated
+from drafts.decoding.config import DecodeConfig
 from drafts.decoding.events import TokenSource
 from drafts.decoding.stopping import StopCondition, StopReason
+from drafts.errors import ConfigError
 
 
 @dataclass
@@ -45,6 +47,21 @@ class Transcript:
     first_token_at: float | None = None
     last_token_at: float | None = None
     longest_pause_s: float = 0.0
+
+    @classmethod
+    def begin(
+        cls,
+        prompt: list[int],
+        decode: DecodeConfig,
+        stop_ids: frozenset[int],
+        text: Callable[[Sequence[int]], str],
+        emit: Callable[[EngineEvent], None],
+    ) -> Transcript:
+        """A generation's transcript: ``decode``'s stop rules, with the target's end-of-turn tokens."""
+        if not prompt:
+            raise ConfigError("the prompt is empty; give the model at least one token to continue")
+        stop = StopCondition(decode.max_new_tokens, stop_ids, decode.stop_strings)
+        return cls(list(prompt), stop, text, emit)
 
     @property
     def context(self) -> list[int]:
