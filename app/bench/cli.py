@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import socket
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import torch
 
 from app.bench.remote import RemoteBenchConfig, run_remote_benchmark
 from app.engine.client_draft import ClientDraft
+from drafts.bench.environment import run_environment
 from drafts.data.prompts import load_prompts
 from drafts.errors import ConfigError, MoaError
 from drafts.locations import shipped_checkpoint, smollm2_gguf
@@ -195,11 +195,5 @@ def _describe(args: argparse.Namespace, config: RemoteBenchConfig, runner: Targe
         "cut_ms": config.cut_ms,
         "cut_link": config.cut_link,
         "offline_model": str(config.offline_model) if config.offline_model else None,
-        "target": runner.fingerprint.to_dict(),
-        "device": str(runner.device),
-        "dtype": str(runner.dtype).removeprefix("torch."),
-        "torch_threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "machine": platform.machine(),
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        **run_environment(runner),
     }

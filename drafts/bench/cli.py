@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ import torch
 from tqdm import tqdm
 
 from drafts.bench.benchmark import BenchConfig, run_benchmark
+from drafts.bench.environment import run_environment
 from drafts.bench.methods import PLAIN_METHODS
 from drafts.bench.report import format_table
 from drafts.data.prompts import load_prompts
@@ -135,11 +134,5 @@ def _describe(args: argparse.Namespace, config: BenchConfig, runner: TargetRunne
         "top_p": s.top_p,
         "seed": s.seed,
         "draft_shape": config.decode.shape.describe(),
-        "target": runner.fingerprint.to_dict(),
-        "device": str(runner.device),
-        "dtype": str(runner.dtype).removeprefix("torch."),
-        "torch_threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "machine": platform.machine(),
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        **run_environment(runner),
     }

@@ -1,0 +1,23 @@
+"""Where a benchmark ran: the target, the device and the software, recorded in every result's config."""
+
+from __future__ import annotations
+
+import platform
+import time
+from typing import Any
+
+import torch
+
+from drafts.target.runner import TargetRunner
+
+
+def run_environment(runner: TargetRunner) -> dict[str, Any]:
+    return {
+        "target": runner.fingerprint.to_dict(),
+        "device": str(runner.device),
+        "dtype": str(runner.dtype).removeprefix("torch."),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "machine": platform.machine(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
