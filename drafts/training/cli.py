@@ -26,6 +26,7 @@ from drafts.target.loading import TargetFingerprint, load_target
 from drafts.target.runner import TargetRunner
 from drafts.training.checkpoint import WEIGHTS_FILE, check_fingerprint, load_draft, read_meta
 from drafts.training.data import load_training_conversations
+from drafts.training.feature_cache import FeatureCache
 from drafts.training.losses import LossWeights
 from drafts.training.tokenize import tokenize_all
 from drafts.training.trainer import STATE_FILE, TrainConfig, Trainer
@@ -50,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tli", type=int, default=0, help="MoA Target Layer Inference: reuse the target's last N layers")
     p.add_argument("--topk-weight", type=float, default=0.0, help="HASS top-K distillation weight (K=10)")
     p.add_argument("--checkpoint-every", type=int, default=50, help="optimizer steps between checkpoints")
+    p.add_argument(
+        "--feature-cache",
+        type=Path,
+        default=None,
+        help="cache the target's activations here (float16): later epochs and drafts skip the target",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto", choices=DEVICE_CHOICES)
     return p
@@ -84,12 +91,14 @@ def _train(args: argparse.Namespace, argv: list[str]) -> int:
         model, vocab_info = _initialised_model(args, runner)
     else:
         model, vocab_info = _new_model(args, runner, conversations, cfg)
-    trainer = Trainer(model.to(device), runner, conversations, cfg, args.out)
+    cache = None if args.feature_cache is None else FeatureCache(args.feature_cache, runner.fingerprint)
+    trainer = Trainer(model.to(device), runner, conversations, cfg, args.out, cache)
     if args.resume:
         trainer.resume()
     info = {
         "command": "moa-train " + shlex.join(argv),
         "data": args.data,
+        "feature_cache": None if cache is None else str(args.feature_cache),
         "conversations": len(conversations),
         "config": cfg.to_dict() | {"weights": vars(cfg.weights)},
         **vocab_info,
@@ -185,13 +194,18 @@ def _run_with_progress(trainer: Trainer, info: dict[str, Any]) -> Any:
     def on_step(state: Any, n_tokens: int) -> None:
         rate = (state.tokens_seen - start_tokens) / max(1e-9, time.perf_counter() - start_time)
         s = state.last
-        bar.set_postfix_str(f"loss {s['loss']:.3f} top1 {s['top1']:.3f} {rate:.0f} tok/s step {state.step}")
+        cached = "" if trainer.cache is None else f" cache {_hit_rate(trainer.cache):.0%}"
+        bar.set_postfix_str(f"loss {s['loss']:.3f} top1 {s['top1']:.3f} {rate:.0f} tok/s step {state.step}{cached}")
         bar.update(n_tokens)
 
     try:
         return trainer.run(info, on_step)
     finally:
         bar.close()
+
+
+def _hit_rate(cache: FeatureCache) -> float:
+    return cache.hits / max(1, cache.hits + cache.misses)
 
 
 if __name__ == "__main__":

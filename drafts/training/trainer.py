@@ -25,6 +25,7 @@ from drafts.neural.base import NeuralDraft, TrainBatch
 from drafts.target.activations import ActivationRequest
 from drafts.target.runner import TargetRunner
 from drafts.training.checkpoint import save_draft
+from drafts.training.feature_cache import FeatureCache
 from drafts.training.losses import LossWeights, distillation_loss
 from drafts.training.tokenize import Sequence, tokenize_conversation
 
@@ -60,9 +61,15 @@ class TrainState:
 
 class Trainer:
     def __init__(
-        self, model: NeuralDraft, runner: TargetRunner, conversations: list[Conversation], cfg: TrainConfig, out: Path
+        self,
+        model: NeuralDraft,
+        runner: TargetRunner,
+        conversations: list[Conversation],
+        cfg: TrainConfig,
+        out: Path,
+        cache: FeatureCache | None = None,
     ) -> None:
-        self.model, self.runner, self.cfg, self.out = model, runner, cfg, out
+        self.model, self.runner, self.cfg, self.out, self.cache = model, runner, cfg, out, cache
         self.conversations = conversations
         tail = () if model.tail_input_layer is None else (model.tail_input_layer,)
         self.request = model.needs.union(ActivationRequest(hidden_layers=(runner.num_layers, *tail)))
@@ -136,16 +143,29 @@ class Trainer:
         )
 
     def _batch(self, seq: Sequence) -> TrainBatch:
-        """The target's activations for ``seq`` (computed on the fly, no gradient)."""
+        """The target's activations for ``seq`` (from the feature cache, or computed; no gradient)."""
+        acts = self._activations(seq)
+        hidden = acts[f"hidden.{self.runner.num_layers}"][None]  # (1, T, H)
+        kv = acts["kv"][None] if "kv" in acts else None  # (1, T, L, W)
+        layer = self.model.tail_input_layer
+        tail = None if layer is None else acts[f"hidden.{layer}"][None]  # (1, T, H): TLI layer input
+        device = self.runner.device
+        return TrainBatch(seq.ids[None].to(device), seq.loss_mask[None].to(device), hidden, kv, tail)
+
+    def _activations(self, seq: Sequence) -> dict[str, torch.Tensor]:
+        """Named activations of ``seq``: ``hidden.<layer>`` (T, H) and ``kv`` (T, L, W)."""
+        names = {f"hidden.{layer}" for layer in self.request.hidden_layers} | (
+            {"kv"} if self.request.all_layer_kv else set()
+        )
+        if self.cache is not None and (hit := self.cache.get(seq.ids, names)) is not None:
+            return {name: t.to(self.runner.device) for name, t in hit.items()}
         session = self.runner.new_session()
         self.runner.extend(session, seq.ids.tolist(), self.request, last_only=True)
         acts = self.runner.commit(session, None, self.request)
-        hidden = acts.hidden[self.runner.num_layers].clone()[None]  # (1, T, H), out of inference mode
-        kv = None if acts.kv is None else acts.kv.clone()[None]  # (1, T, L, W)
-        layer = self.model.tail_input_layer
-        tail = None if layer is None else acts.hidden[layer].clone()[None]  # (1, T, H): TLI layer input
-        device = self.runner.device
-        return TrainBatch(seq.ids[None].to(device), seq.loss_mask[None].to(device), hidden, kv, tail)
+        computed = {f"hidden.{layer}": h.clone() for layer, h in acts.hidden.items()}  # out of inference mode
+        if acts.kv is not None:
+            computed["kv"] = acts.kv.clone()
+        return computed if self.cache is None else self.cache.put(seq.ids, computed)
 
     def _next_sequence(self) -> Sequence:
         while True:
