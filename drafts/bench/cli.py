@@ -27,7 +27,7 @@ from drafts.drafters.base import DraftShape
 from drafts.drafters.registry import drafter_spec, set_checkpoint
 from drafts.errors import ConfigError, MoaError
 from drafts.sampling import SamplingConfig
-from drafts.target.device import DEVICE_CHOICES, default_dtype, resolve_device
+from drafts.target.device import DEVICE_CHOICES, DTYPE_CHOICES, resolve_device, resolve_dtype
 from drafts.target.loading import load_target
 from drafts.target.runner import TargetRunner
 
@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     shape.add_argument("--tree", help="draft an EAGLE-2 dynamic tree DEPTH,TOPK,TOTAL (e.g. 4,4,16)")
     p.add_argument("--target", default=None, help="smollm2 (default) | gemma3-270m | DIR | FILE.gguf | hub id")
     p.add_argument("--device", default="auto", choices=DEVICE_CHOICES)
+    p.add_argument(
+        "--dtype", default="auto", choices=DTYPE_CHOICES, help="auto: float32 on CPU, bfloat16 on CUDA, float16 on MPS"
+    )
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: torch's choice)")
     p.add_argument(
@@ -89,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         config = parse_config(args)
         prompts = load_prompts(args.dataset, args.limit)
         device = resolve_device(args.device)
-        runner = TargetRunner(load_target(args.target, device, default_dtype(device)))
+        runner = TargetRunner(load_target(args.target, device, resolve_dtype(args.dtype, device)))
         token_prompts = [runner.format_chat(p.messages) for p in prompts]
         result = _run(runner, token_prompts, config)
     except MoaError as exc:

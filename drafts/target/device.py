@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from drafts.errors import DeviceUnavailableError
+from drafts.errors import ConfigError, DeviceUnavailableError
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
+DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")
 
 
 def resolve_device(name: str = "auto") -> torch.device:
@@ -34,6 +35,20 @@ def default_dtype(device: torch.device) -> torch.dtype:
     if device.type == "mps":
         return torch.float16
     return torch.float32
+
+
+def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
+    """``auto`` is :func:`default_dtype`; otherwise the named dtype (bfloat16 suits CPUs with AMX).
+
+    Outside float32, a verification pass over several tokens may round differently from a
+    one-token step, so speculative output can drift from plain decoding where two tokens nearly tie.
+    """
+    if name == "auto":
+        return default_dtype(device)
+    if name not in DTYPE_CHOICES:
+        raise ConfigError(f"unknown dtype {name!r}; use one of {', '.join(DTYPE_CHOICES)}")
+    dtype: torch.dtype = getattr(torch, name)
+    return dtype
 
 
 def _mps_available() -> bool:

@@ -79,6 +79,25 @@ def test_a_tree_shape_reaches_the_benchmark(
     assert json.loads(out.read_text())["config"]["draft_shape"] == "tree 2,2,4"
 
 
+def test_dtype_bfloat16_runs_the_target_and_the_drafters_in_bfloat16(
+    monkeypatch: pytest.MonkeyPatch, prompts_file: Path, tmp_path: Path
+) -> None:
+    def load_target(spec: str | None, device: torch.device, dtype: torch.dtype) -> LoadedTarget:
+        runner = tiny_runner(tiny_model("llama", seed=5), eos_token_id=63)
+        return LoadedTarget(runner.model.to(dtype), FakeTokenizer(eos_token_id=63), runner.fingerprint)
+
+    monkeypatch.setattr(cli, "load_target", load_target)
+    out = tmp_path / "bench.json"
+
+    options = ["--method", "lookup", "--limit", "1", "--max-new-tokens", "6", "--dtype", "bfloat16"]
+    code = cli.main([*options, "--dataset", str(prompts_file), "--json", str(out)])
+
+    assert code == 0
+    written = json.loads(out.read_text())
+    assert written["config"]["dtype"] == "bfloat16"
+    assert written["methods"]["lookup"]["new_tokens"] == written["methods"]["ar"]["new_tokens"] > 0
+
+
 def run_failing(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     """Run ``main``; it must return 2; the stderr message."""
     assert cli.main(argv) == 2
