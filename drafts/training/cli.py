@@ -8,6 +8,7 @@ moa-train --draft moa --init runs/moa --data regen.jsonl --tokens 50000 --out ru
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
 import sys
 import time
@@ -17,7 +18,8 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from drafts.errors import CheckpointError, MoaError
+from drafts.errors import CheckpointError, ConfigError, MoaError
+from drafts.moa.model import MoADraft
 from drafts.neural.base import NeuralDraft
 from drafts.neural.factory import KINDS, build_draft, default_config
 from drafts.neural.target_parts import TargetParts
@@ -49,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--accum", type=int, default=2, help="sequences per optimizer step")
     p.add_argument("--draft-vocab", type=int, default=16384, help="reduced draft vocabulary size (0 = full)")
     p.add_argument("--tli", type=int, default=0, help="MoA Target Layer Inference: reuse the target's last N layers")
+    p.add_argument(
+        "--no-staircase",
+        action="store_true",
+        help="MoA: no staircase self-attention mask (its curriculum is done, e.g. when continuing with --init)",
+    )
     p.add_argument("--topk-weight", type=float, default=0.0, help="HASS top-K distillation weight (K=10)")
     p.add_argument("--checkpoint-every", type=int, default=50, help="optimizer steps between checkpoints")
     p.add_argument(
@@ -91,6 +98,8 @@ def _train(args: argparse.Namespace, argv: list[str]) -> int:
         model, vocab_info = _initialised_model(args, runner)
     else:
         model, vocab_info = _new_model(args, runner, conversations, cfg)
+    if args.no_staircase and isinstance(model, MoADraft):
+        model.cfg = dataclasses.replace(model.cfg, staircase=False)
     cache = None if args.feature_cache is None else FeatureCache(args.feature_cache, runner.fingerprint)
     trainer = Trainer(model.to(device), runner, conversations, cfg, args.out, cache)
     if args.resume:
@@ -121,6 +130,10 @@ def _train(args: argparse.Namespace, argv: list[str]) -> int:
 
 def _check_out(args: argparse.Namespace) -> None:
     """Refuse a wrong ``--out``/``--resume`` before anything slow (data, target) is loaded."""
+    if args.no_staircase and (args.draft != "moa" or args.resume):
+        raise ConfigError(
+            "--no-staircase applies to a new or --init MoA run (a resumed run keeps its recorded setting); drop it"
+        )
     if not args.resume and (args.out / STATE_FILE).exists():
         raise CheckpointError(
             f"{args.out} already holds a training run; pass --resume to continue it or choose another --out"

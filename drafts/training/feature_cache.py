@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
 
 from drafts.errors import CheckpointError
 from drafts.target.loading import TargetFingerprint
@@ -57,7 +57,7 @@ class FeatureCache:
 
     def get(self, ids: torch.Tensor, names: set[str]) -> dict[str, torch.Tensor] | None:
         """The cached float32 activations of ``ids`` (T,) if every one of ``names`` is there."""
-        stored = self._read(self._path(ids))
+        stored = self._read(self._path(ids), names)
         if stored is None or not names <= stored.keys():
             self.misses += 1
             return None
@@ -73,11 +73,15 @@ class FeatureCache:
             self._write(path, merged)
         return {name: t.float().to(tensors[name].device) for name, t in rounded.items()}
 
-    def _read(self, path: Path) -> dict[str, torch.Tensor] | None:
+    def _read(self, path: Path, names: set[str] | None = None) -> dict[str, torch.Tensor] | None:
+        """The tensors of ``path`` (only ``names`` of them, if given and all present)."""
         if not path.exists():
             return None
         try:
-            return load_file(str(path))
+            with safe_open(str(path), framework="pt") as f:
+                stored = set(f.keys())
+                wanted = stored if names is None or not names <= stored else names
+                return {name: f.get_tensor(name) for name in wanted}
         except (SafetensorError, OSError):
             return None  # a torn or foreign file: recompute and overwrite it
 

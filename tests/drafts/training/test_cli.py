@@ -133,3 +133,27 @@ def test_init_with_another_draft_kind_is_refused(loads: list[str | None], data: 
     assert train(data, tmp_path / "base", "--draft", "eagle", "--tokens", "10") == 0
 
     assert train(data, tmp_path / "tuned", "--draft", "moa", "--tokens", "10", "--init", str(tmp_path / "base")) == 2
+
+
+def test_no_staircase_continues_a_moa_draft_without_the_curriculum_and_records_it(
+    loads: list[str | None], data: Path, tmp_path: Path
+) -> None:
+    assert train(data, tmp_path / "base", "--draft", "moa", "--tokens", "10") == 0
+    base_config = json.loads((tmp_path / "base" / CONFIG_FILE).read_text())["config"]
+
+    code = train(
+        data, tmp_path / "tuned", "--draft", "moa", "--tokens", "10", "--init", str(tmp_path / "base"), "--no-staircase"
+    )
+
+    assert code == 0
+    assert base_config["staircase"] is True
+    assert json.loads((tmp_path / "tuned" / CONFIG_FILE).read_text())["config"]["staircase"] is False
+
+
+@pytest.mark.parametrize("options", [["--draft", "eagle"], ["--draft", "moa", "--resume"]])
+def test_no_staircase_outside_a_new_moa_run_is_refused(
+    loads: list[str | None], data: Path, tmp_path: Path, options: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert train(data, tmp_path / "run", "--tokens", "10", "--no-staircase", *options) == 2
+    assert "--no-staircase applies to a new or --init MoA run" in capsys.readouterr().err
+    assert loads == []  # refused before the target was loaded
