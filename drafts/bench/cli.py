@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
@@ -44,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of sampling at T>0")
     shape = p.add_mutually_exclusive_group()
     shape.add_argument("--chain", type=int, default=4, help="draft a chain of G tokens per round (default 4)")
+    p.add_argument(
+        "--confidence",
+        type=float,
+        default=0.0,
+        help="chains: stop drafting where the draft's top probability is below P (default 0: off)",
+    )
     shape.add_argument("--tree", help="draft an EAGLE-2 dynamic tree DEPTH,TOPK,TOTAL (e.g. 4,4,16)")
     p.add_argument("--target", default=None, help="smollm2 (default) | gemma3-270m | DIR | FILE.gguf | hub id")
     p.add_argument("--device", default="auto", choices=DEVICE_CHOICES)
@@ -77,6 +84,7 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit must be >= 1, got {args.limit}")
     shape = DraftShape.parse_tree(args.tree) if args.tree else DraftShape(gamma=args.chain)
+    shape = dataclasses.replace(shape, min_confidence=args.confidence)
     sampling = SamplingConfig(args.temperature, args.top_k, args.top_p, seed=args.seed)
     return BenchConfig(methods, DecodeConfig(args.max_new_tokens, sampling, shape))
 

@@ -27,10 +27,15 @@ class DraftShape:
     tree_depth: int = 0  # 0 = chain drafting; else the tree's maximum depth
     tree_top_k: int = 0  # children expanded per node and beam width per depth
     tree_total: int = 0  # drafted nodes kept for verification (the root excluded)
+    min_confidence: float = 0.0  # chains: stop where the draft's top probability is below this (0 = off)
 
     def __post_init__(self) -> None:
         if self.gamma < 0:
             raise ConfigError(f"--chain must be >= 0, got {self.gamma}")
+        if not 0.0 <= self.min_confidence < 1.0:
+            raise ConfigError(f"--confidence must be in [0, 1), got {self.min_confidence}")
+        if self.min_confidence and self.tree_depth > 0:
+            raise ConfigError("--confidence applies to chains (a dynamic tree ranks by confidence already); drop one")
         if self.is_tree and min(self.tree_depth, self.tree_top_k, self.tree_total) < 1:
             raise ConfigError("--tree takes DEPTH,TOPK,TOTAL, each >= 1 (e.g. --tree 4,4,16)")
 
@@ -50,7 +55,13 @@ class DraftShape:
     def describe(self) -> str:
         if self.is_tree:
             return f"tree {self.tree_depth},{self.tree_top_k},{self.tree_total}"
+        if self.min_confidence:
+            return f"chain {self.gamma}, confidence {self.min_confidence:g}"
         return f"chain {self.gamma}"
+
+    def keeps(self, confidence: float) -> bool:
+        """Whether a chain goes on at a position where the draft's top probability is ``confidence``."""
+        return confidence >= self.min_confidence
 
 
 class Drafter(Protocol):

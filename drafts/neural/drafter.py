@@ -36,20 +36,24 @@ class NeuralDrafter:
         try:
             if shape.is_tree:
                 return dynamic_tree(self.model, context[-1], position, shape)
-            return self._chain(context[-1], position, shape.gamma, cfg, generator)
+            return self._chain(context[-1], position, shape, cfg, generator)
         finally:
             self.model.end_round()
 
     def _chain(
-        self, root: int, position: int, gamma: int, cfg: SamplingConfig, generator: torch.Generator | None
+        self, root: int, position: int, shape: DraftShape, cfg: SamplingConfig, generator: torch.Generator | None
     ) -> DraftTree:
+        """Up to ``shape.gamma`` tokens; with ``min_confidence``, stop where the draft's top probability
+        falls below it (EAGLE-2: the draft's confidence predicts acceptance)."""
         device = self.model.parts.head_weight.device
         parts, state, token = self.model.parts, self.model.initial_state(), root
         tokens: list[int] = []
         proposals: list[torch.Tensor] = []
-        for depth in range(gamma):
+        for depth in range(shape.gamma):
             pos = torch.tensor([position + depth], device=device)
             logits, state = self.model.step(torch.tensor([token], device=device), pos, None, state)
+            if shape.min_confidence and not shape.keeps(float(torch.softmax(logits[0].float(), -1).max())):
+                break  # decided before sampling, so a kept token is still drawn from q: lossless at T > 0
             if cfg.greedy:
                 draft_id = int(logits[0].argmax())
             else:
@@ -58,5 +62,5 @@ class NeuralDrafter:
                 proposals.append(parts.to_full_vocab(q))
             token = int(parts.d2t[draft_id])
             tokens.append(token)
-        q_full = torch.stack(proposals) if proposals else None  # (gamma, V)
+        q_full = torch.stack(proposals) if proposals else None  # (n, V)
         return DraftTree.chain(tokens, q_full)

@@ -36,3 +36,14 @@ def test_a_tree_with_a_zero_or_negative_part_is_refused(text: str) -> None:
 def test_a_negative_chain_is_refused() -> None:
     with pytest.raises(ConfigError, match="--chain must be >= 0"):
         DraftShape(gamma=-1)
+
+
+def test_a_confidence_floor_is_a_chain_option_in_zero_to_one() -> None:
+    shape = DraftShape(gamma=4, min_confidence=0.3)
+
+    assert shape.describe() == "chain 4, confidence 0.3"
+    assert shape.keeps(0.3) and not shape.keeps(0.29)
+    with pytest.raises(ConfigError, match=r"--confidence must be in \[0, 1\), got 1.0"):
+        DraftShape(gamma=4, min_confidence=1.0)
+    with pytest.raises(ConfigError, match="--confidence applies to chains"):
+        DraftShape(gamma=4, tree_depth=4, tree_top_k=4, tree_total=16, min_confidence=0.3)

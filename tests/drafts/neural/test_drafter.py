@@ -193,3 +193,50 @@ def test_a_greedy_chain_follows_the_drafts_argmax(runner: TargetRunner, kind: st
     tree = drafter.propose(PROMPT + [3], DraftShape(gamma=3), SamplingConfig(), None)
 
     assert list(tree.tokens) == expected and tree.q is None
+
+
+def top_probabilities(drafter: NeuralDrafter, gamma: int) -> list[float]:
+    """The draft's top probability at each depth of its greedy chain after the root 3."""
+    model, token, state, tops = drafter.model, 3, drafter.model.initial_state(), []
+    for depth in range(gamma):
+        logits, state = model.step(torch.tensor([token]), torch.tensor([len(PROMPT) + depth]), None, state)
+        tops.append(float(torch.softmax(logits[0].float(), -1).max()))
+        token = int(logits[0].argmax())
+    model.end_round()
+    return tops
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_chain_with_a_confidence_floor_stops_where_the_drafts_top_probability_falls_below_it(
+    runner: TargetRunner, kind: str
+) -> None:
+    drafter = prepared(runner, kind, None)
+    tops = top_probabilities(drafter, 4)
+    floor = sorted(tops)[1]  # the two least confident depths are cut; the chain stops at the first of them
+    expected = next(depth for depth, top in enumerate(tops) if top < floor) if min(tops) < floor else 4
+
+    tree = drafter.propose(PROMPT + [3], DraftShape(gamma=4, min_confidence=floor), SamplingConfig(), None)
+    sampled_cfg = SamplingConfig(temperature=0.8, seed=0)
+    sampled = drafter.propose(
+        PROMPT + [3], DraftShape(gamma=4, min_confidence=0.999), sampled_cfg, sampled_cfg.generator()
+    )
+
+    assert tree.size == expected < 4
+    assert sampled.size == 0 and sampled.q is None  # nothing that confident: the round is a plain step
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+@pytest.mark.parametrize("kind", KINDS)
+def test_decoding_with_a_confidence_floor_is_unchanged_at_t0_and_runs_at_t1(
+    runner: TargetRunner, reference: list[int], kind: str, temperature: float
+) -> None:
+    drafter = NeuralDrafter(random_draft(kind, runner, seed=5))
+    sampling = SamplingConfig(temperature=temperature, seed=1)
+    config = DecodeConfig(MAX_NEW, sampling, DraftShape(gamma=4, min_confidence=0.15))
+
+    spec = generate(runner, drafter, PROMPT, config)
+
+    assert len(spec.tokens) == MAX_NEW
+    if temperature == 0.0:
+        assert spec.tokens == reference
+    assert any(event.proposed < 4 for event in spec.draft_rounds)  # some chains were cut short
