@@ -243,8 +243,9 @@ def main(argv: list[str] | None = None) -> int:
         description="Answer ShareGPT questions again with the target model (self-distillation data).",
     )
     parser.add_argument("--split", choices=("train", "heldout"), default="train")
+    parser.add_argument("--data", type=Path, default=None, help="a ShareGPT-style JSON/JSONL file instead of --split")
     parser.add_argument("--temperature", type=float, required=True, help="0 = greedy")
-    parser.add_argument("--limit", type=int, default=None, help="the first N conversations of the split")
+    parser.add_argument("--limit", type=int, default=None, help="the first N conversations of the split or file")
     parser.add_argument("--out", type=Path, required=True, help="JSONL output; an existing file is resumed")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--max-new-tokens", type=int, default=256)
@@ -255,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.temperature < 0 or args.max_new_tokens < 1 or args.max_user_turns < 1 or args.threads < 1:
         parser.error("--temperature must be >= 0; --max-new-tokens, --max-user-turns and --threads >= 1")
     try:
-        conversations = load_sharegpt(args.split)[: args.limit]
+        source = load_sharegpt(args.split) if args.data is None else _file_conversations(args.data)
+        conversations = source[: args.limit]
         args.out.parent.mkdir(parents=True, exist_ok=True)
         regenerate(
             conversations,
@@ -271,6 +273,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _file_conversations(path: Path) -> list[Conversation]:
+    from drafts.training.data import load_training_conversations  # the one reader of ShareGPT-style files
+
+    return load_training_conversations(str(path))
 
 
 if __name__ == "__main__":

@@ -156,9 +156,7 @@ def test_prompt_matches_what_transformers_apply_chat_template_produces(smollm2: 
 
 
 @pytest.mark.integration
-def test_target_regenerates_a_short_conversation_for_real(
-    smollm2: regen.LlamaReplier, tmp_path: Path
-) -> None:
+def test_target_regenerates_a_short_conversation_for_real(smollm2: regen.LlamaReplier, tmp_path: Path) -> None:
     out = tmp_path / "regen.jsonl"
     conv = chat("real", "What is 2 + 2?", "4")
 
@@ -170,3 +168,34 @@ def test_target_regenerates_a_short_conversation_for_real(
     reply = row["conversations"][1]["value"]
     assert reply.strip()
     assert len(smollm2.tokenize(reply)) <= 9  # 8 generated; re-tokenising the text may split one
+
+
+def test_cli_regenerates_the_conversations_of_a_sharegpt_style_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "chats.jsonl"
+    rows = [
+        {"id": name, "conversations": [{"from": "human", "value": f"question {name}"}, {"from": "gpt", "value": "old"}]}
+        for name in "xyz"
+    ]
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    monkeypatch.setattr(regen, "LlamaReplier", lambda *args, **kwargs: FakeTarget())
+    out = tmp_path / "regen.jsonl"
+
+    code = regen.main(["--temperature", "0", "--data", str(source), "--limit", "2", "--out", str(out)])
+
+    assert code == 0
+    written = read_jsonl(out)
+    assert [row["id"] for row in written] == ["x", "y"]
+    assert written[0]["conversations"][-1]["value"] == "answer to question x"
+
+
+def test_cli_with_a_missing_data_file_is_an_error_that_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = regen.main(
+        ["--temperature", "0", "--data", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "o.jsonl")]
+    )
+
+    assert code == 2
+    assert "none.jsonl does not exist" in capsys.readouterr().err
