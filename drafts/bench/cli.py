@@ -22,7 +22,7 @@ from drafts.bench.benchmark import BenchConfig, run_benchmark
 from drafts.bench.environment import run_environment
 from drafts.bench.methods import PLAIN_METHODS
 from drafts.bench.report import format_table
-from drafts.data.prompts import load_prompts
+from drafts.data.prompts import BenchPrompt, load_prompts
 from drafts.decoding.config import DecodeConfig
 from drafts.drafters.base import DraftShape
 from drafts.drafters.registry import drafter_spec, set_checkpoint
@@ -98,15 +98,15 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     try:
         config = parse_config(args)
-        prompts = load_prompts(args.dataset, args.limit)
+        prompts = load_prompts(args.dataset)
         device = resolve_device(args.device)
         runner = TargetRunner(load_target(args.target, device, resolve_dtype(args.dtype, device)))
-        token_prompts = [runner.format_chat(p.messages) for p in prompts]
+        token_prompts, skipped = fitting_prompts(runner, prompts, args.limit, config.decode.max_new_tokens)
         result = _run(runner, token_prompts, config)
     except MoaError as exc:
         print(f"moa-bench: error: {exc}", file=sys.stderr)
         return 2
-    result["config"] = _describe(args, config, runner, len(prompts))
+    result["config"] = _describe(args, config, runner, len(token_prompts)) | {"skipped_prompts": skipped}
     print(format_table(result))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -120,6 +120,32 @@ def remote(argv: list[str]) -> int:
     never imports, so it runs as ``python -m app.bench`` with the other arguments."""
     rest = [a for a in argv if a != "--remote"]
     return subprocess.run([sys.executable, "-m", "app.bench", *rest], check=False).returncode
+
+
+def fitting_prompts(
+    runner: TargetRunner, prompts: list[BenchPrompt], limit: int | None, max_new_tokens: int
+) -> tuple[list[list[int]], list[str]]:
+    """The first ``limit`` prompts (all if None) whose tokens plus ``max_new_tokens`` fit the context,
+    and the ids of those skipped on the way (a benchmark never dies on its 18th prompt)."""
+    kept: list[list[int]] = []
+    skipped: list[str] = []
+    for prompt in prompts:
+        if limit is not None and len(kept) >= limit:
+            break
+        tokens = runner.format_chat(prompt.messages)
+        if len(tokens) + max_new_tokens > runner.context_length:
+            skipped.append(prompt.id)
+            continue
+        kept.append(tokens)
+    if skipped:
+        print(
+            f"moa-bench: skipped {len(skipped)} prompt(s) longer than the context of {runner.context_length} "
+            f"with --max-new-tokens {max_new_tokens}: {', '.join(skipped)}",
+            file=sys.stderr,
+        )
+    if not kept:
+        raise ConfigError(f"no prompt fits the context of {runner.context_length} tokens; lower --max-new-tokens")
+    return kept, skipped
 
 
 def _run(runner: TargetRunner, prompts: list[list[int]], config: BenchConfig) -> dict[str, Any]:

@@ -67,9 +67,7 @@ def test_a_run_prints_the_table_and_writes_every_statistic_as_json(
     assert "oracle: ideal speedup" in table
 
 
-def test_a_tree_shape_reaches_the_benchmark(
-    loads: list[str | None], prompts_file: Path, tmp_path: Path
-) -> None:
+def test_a_tree_shape_reaches_the_benchmark(loads: list[str | None], prompts_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
 
     options = ["--method", "ar,lookup", "--limit", "1", "--tree", "2,2,4", "--max-new-tokens", "4"]
@@ -96,6 +94,24 @@ def test_dtype_bfloat16_runs_the_target_and_the_drafters_in_bfloat16(
     written = json.loads(out.read_text())
     assert written["config"]["dtype"] == "bfloat16"
     assert written["methods"]["lookup"]["new_tokens"] == written["methods"]["ar"]["new_tokens"] > 0
+
+
+def test_prompts_longer_than_the_context_are_skipped_named_and_replaced_by_later_ones(
+    loads: list[str | None], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "prompts.jsonl"
+    rows = [{"id": "short1", "prompt": "count"}, {"id": "huge", "prompt": "x" * 5000}, {"id": "short2", "prompt": "go"}]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    out = tmp_path / "bench.json"
+
+    code = cli.main(
+        ["--method", "lookup", "--limit", "2", "--max-new-tokens", "4", "--dataset", str(path), "--json", str(out)]
+    )
+
+    assert code == 0
+    config = json.loads(out.read_text())["config"]
+    assert config["prompts"] == 2 and config["skipped_prompts"] == ["huge"]
+    assert "skipped 1 prompt(s) longer than the context" in capsys.readouterr().err
 
 
 def run_failing(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
