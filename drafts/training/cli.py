@@ -181,7 +181,11 @@ def _initialised_model(args: argparse.Namespace, runner: TargetRunner) -> tuple[
             f"--init {args.init} holds a {meta['kind']} draft, not {args.draft}; pass --draft {meta['kind']}"
         )
     model = load_draft(args.init, runner)
-    return model, {"draft_vocab_coverage": meta["training"].get("draft_vocab_coverage"), "init": str(args.init)}
+    return model, {
+        "draft_vocab_coverage": meta["training"].get("draft_vocab_coverage"),
+        "init": str(args.init),
+        "init_training": meta["training"],  # how the starting weights were trained: the history stays with the draft
+    }
 
 
 def init_weights(model: NeuralDraft) -> None:

@@ -127,6 +127,8 @@ def test_init_starts_a_new_run_from_a_checkpoints_weights(loads: list[str | None
     assert drift < 0.01  # ... one optimizer step away from the base's weights, not a fresh initialisation
     config = json.loads((tmp_path / "tuned" / CONFIG_FILE).read_text())
     assert config["training"]["init"] == str(tmp_path / "base")
+    base_training = json.loads((tmp_path / "base" / CONFIG_FILE).read_text())["training"]
+    assert config["training"]["init_training"] == base_training
 
 
 def test_init_with_another_draft_kind_is_refused(loads: list[str | None], data: Path, tmp_path: Path) -> None:
