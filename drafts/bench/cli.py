@@ -63,18 +63,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--checkpoint",
         action="append",
         default=[],
-        metavar="KIND=DIR",
-        help="use this checkpoint for a trained draft (default: the one shipped for the target)",
+        metavar="NAME=DIR",
+        help="moa|eagle|independent=DIR replaces the shipped draft; any other NAME adds a method of that name"
+        " (e.g. --checkpoint eagle-regen=runs/eagle-regen --method eagle,eagle-regen)",
     )
     return p
 
 
 def parse_config(args: argparse.Namespace) -> BenchConfig:
     for item in args.checkpoint:
-        kind, sep, path = item.partition("=")
+        name, sep, path = item.partition("=")
         if not sep:
-            raise ConfigError(f"--checkpoint takes KIND=DIR (e.g. moa=runs/moa), got {item!r}")
-        set_checkpoint(kind, Path(path))
+            raise ConfigError(f"--checkpoint takes NAME=DIR (e.g. moa=runs/moa), got {item!r}")
+        if name in PLAIN_METHODS:
+            raise ConfigError(f"{name!r} is plain decoding, not a draft; give the checkpoint another name")
+        set_checkpoint(name, Path(path))
     methods = tuple(dict.fromkeys(m.strip() for m in args.method.split(",") if m.strip()))
     for m in methods:
         if m not in PLAIN_METHODS:

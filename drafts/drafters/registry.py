@@ -7,6 +7,7 @@ Trained drafts (moa, eagle, independent) register here when their package is imp
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,13 +56,27 @@ register(
 
 
 # -- trained drafts -------------------------------------------------------------------------
-_CHECKPOINTS: dict[str, Path] = {}  # kind -> checkpoint directory chosen by the user
+_CHECKPOINTS: dict[str, Path] = {}  # draft name -> checkpoint directory chosen by the user
 _LOADED: dict[tuple[int, str], object] = {}  # (id(runner), path) -> loaded model, one per process
+_NEURAL: set[str] = set()  # names whose drafts load from a checkpoint
+_METHOD_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
-def set_checkpoint(kind: str, path: Path) -> None:
-    """Use the checkpoint in ``path`` for drafts of ``kind`` (instead of the shipped one)."""
-    _CHECKPOINTS[kind] = path
+def set_checkpoint(name: str, path: Path) -> None:
+    """Use the checkpoint in ``path`` for the trained draft called ``name``.
+
+    A kind (``moa``, ``eagle``, ``independent``) replaces the shipped checkpoint. Any other name
+    adds a method of that name, whose kind the checkpoint itself records: two checkpoints of one
+    kind (say, fixed vs regenerated training data) then compare in one interleaved run.
+    """
+    if not _METHOD_NAME.fullmatch(name):
+        raise ConfigError(f"a draft name takes letters, digits, '_', '.' and '-' only, got {name!r}")
+    if name in _REGISTRY and name not in _NEURAL:
+        raise ConfigError(f"{name!r} is a built-in method without a checkpoint; give the draft another name")
+    _CHECKPOINTS[name] = path
+    if name not in _REGISTRY:
+        _NEURAL.add(name)
+        register(DrafterSpec(name, _build_neural(name), description=f"trained draft from {path}"))
 
 
 def checkpoint_for(kind: str, runner: TargetRunner) -> Path:
@@ -70,16 +85,16 @@ def checkpoint_for(kind: str, runner: TargetRunner) -> Path:
     return _CHECKPOINTS.get(kind) or shipped_checkpoint(runner.fingerprint.name, kind)
 
 
-def _build_neural(kind: str) -> Callable[[TargetRunner, list[int]], Drafter]:
+def _build_neural(name: str) -> Callable[[TargetRunner, list[int]], Drafter]:
     def build(runner: TargetRunner, reference: list[int]) -> Drafter:
         from drafts.neural.drafter import NeuralDrafter
         from drafts.training.checkpoint import load_draft
 
-        path = checkpoint_for(kind, runner)
+        path = checkpoint_for(name, runner)
         key = (id(runner), str(path))
         if key not in _LOADED:
             _LOADED[key] = load_draft(path, runner)
-        return NeuralDrafter(_LOADED[key], kind)  # type: ignore[arg-type]
+        return NeuralDrafter(_LOADED[key], name)  # type: ignore[arg-type]
 
     return build
 
@@ -89,4 +104,5 @@ for _kind, _text in (
     ("eagle", "EAGLE-style feature draft (trained baseline)"),
     ("independent", "independent small LM draft (trained baseline)"),
 ):
+    _NEURAL.add(_kind)
     register(DrafterSpec(_kind, _build_neural(_kind), description=_text))

@@ -182,7 +182,10 @@ def test_malformed_jsonl_is_an_error_that_names_the_line(
         (["--temperature", "-1"], "temperature must be >= 0"),
         (["--limit", "0"], "--limit must be >= 1"),
         (["--chain", "-2"], "--chain must be >= 0"),
-        (["--checkpoint", "moa"], "--checkpoint takes KIND=DIR"),
+        (["--checkpoint", "moa"], "--checkpoint takes NAME=DIR"),
+        (["--checkpoint", "ar=runs/x"], "plain decoding, not a draft"),
+        (["--checkpoint", "lookup=runs/x"], "built-in method without a checkpoint"),
+        (["--checkpoint", "a,b=runs/x"], "letters, digits"),
     ],
 )
 def test_invalid_options_are_errors_before_any_model_load(
