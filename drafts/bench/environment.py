@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import time
 from typing import Any
@@ -17,6 +18,8 @@ def run_environment(runner: TargetRunner) -> dict[str, Any]:
         "device": str(runner.device),
         "dtype": str(runner.dtype).removeprefix("torch."),
         "torch_threads": torch.get_num_threads(),
+        # PASSIVE makes OpenMP threads sleep between parallel regions: small ops get slower
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
         "torch": torch.__version__,
         "machine": platform.machine(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
