@@ -10,7 +10,7 @@ from tests.tiny_targets import tiny_model, tiny_runner
 
 
 def test_the_environment_names_target_device_threads_and_omp_wait_policy(monkeypatch: pytest.MonkeyPatch) -> None:
-    runner = tiny_runner(tiny_model())
+    runner = tiny_runner(tiny_model("llama"))
     monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
     passive = run_environment(runner)
     monkeypatch.delenv("OMP_WAIT_POLICY")
