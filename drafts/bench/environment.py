@@ -22,5 +22,18 @@ def run_environment(runner: TargetRunner) -> dict[str, Any]:
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
         "torch": torch.__version__,
         "machine": platform.machine(),
+        "cpu": cpu_model(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
+
+
+def cpu_model() -> str:
+    """The CPU's model name (timings differ across CPUs: compare ratios within one run)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
