@@ -13,8 +13,7 @@ from drafts.training.tokenize import tokenize_all
 def main(paths: list[str]) -> None:
     tokenizer = AutoTokenizer.from_pretrained(next(converted_models_dir().glob("SmolLM2-135M-Instruct*")))
     for path in paths:
-        sequences = tokenize_all(tokenizer, load_training_conversations(path), 512)
-        sequences = list(sequences)
+        sequences = list(tokenize_all(tokenizer, load_training_conversations(path), 512))
         total = sum(len(s.ids) for s in sequences)
         loss = sum(int(s.loss_mask.sum()) for s in sequences)
         print(f"{path}: {len(sequences)} sequences, {total} tokens, {loss} response tokens")
