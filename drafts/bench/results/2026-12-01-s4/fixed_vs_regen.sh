@@ -10,6 +10,12 @@ R=drafts/bench/results/2026-12-01-s4
 TOKENS=${TOKENS:-600000}
 [ -f runs/sharegpt_fresh1800.jsonl ] || python drafts/bench/results/2026-11-29-s3/make_fresh.py 2368 1800 runs/sharegpt_fresh1800.jsonl
 [ -f runs/fresh_short.jsonl ] || python $R/short_first_turns.py runs/sharegpt_fresh1800.jsonl 256 1800 runs/fresh_short.jsonl
+if [ ! -f runs/base1M/eagle/draft.safetensors ]; then  # the EAGLE draft shipped before session 3 (1M tokens)
+  mkdir -p runs/base1M/eagle
+  for f in config.json draft.safetensors; do
+    git show 1053255^:drafts/checkpoints/smollm2-135m-instruct/eagle/$f > runs/base1M/eagle/$f
+  done
+fi
 # 1. SmolLM2's own greedy answers to the first question of 800 conversations (llama.cpp, resumable)
 python -m drafts.data.regenerate --data runs/fresh_short.jsonl --limit 800 --max-user-turns 1 \
   --temperature 0 --threads 2 --out runs/short800_regen.jsonl
