@@ -25,6 +25,7 @@ class DrafterSpec:
     build: Callable[[TargetRunner, list[int]], Drafter]  # (runner, reference tokens) -> drafter
     needs_reference: bool = False  # True: must be given the target's greedy output first
     description: str = ""
+    trained: bool = False  # True: built from a checkpoint, which --checkpoint may replace
 
 
 _REGISTRY: dict[str, DrafterSpec] = {}
@@ -58,7 +59,6 @@ register(
 # -- trained drafts -------------------------------------------------------------------------
 _CHECKPOINTS: dict[str, Path] = {}  # draft name -> checkpoint directory chosen by the user
 _LOADED: dict[tuple[int, str], object] = {}  # (id(runner), path) -> loaded model, one per process
-_NEURAL: set[str] = set()  # names whose drafts load from a checkpoint
 _METHOD_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
@@ -71,12 +71,11 @@ def set_checkpoint(name: str, path: Path) -> None:
     """
     if not _METHOD_NAME.fullmatch(name):
         raise ConfigError(f"a draft name takes letters, digits, '_', '.' and '-' only, got {name!r}")
-    if name in _REGISTRY and name not in _NEURAL:
+    if name in _REGISTRY and not _REGISTRY[name].trained:
         raise ConfigError(f"{name!r} is a built-in method without a checkpoint; give the draft another name")
     _CHECKPOINTS[name] = path
     if name not in _REGISTRY:
-        _NEURAL.add(name)
-        register(DrafterSpec(name, _build_neural(name), description=f"trained draft from {path}"))
+        register(DrafterSpec(name, _build_neural(name), description=f"trained draft from {path}", trained=True))
 
 
 def checkpoint_for(kind: str, runner: TargetRunner) -> Path:
@@ -104,5 +103,4 @@ for _kind, _text in (
     ("eagle", "EAGLE-style feature draft (trained baseline)"),
     ("independent", "independent small LM draft (trained baseline)"),
 ):
-    _NEURAL.add(_kind)
-    register(DrafterSpec(_kind, _build_neural(_kind), description=_text))
+    register(DrafterSpec(_kind, _build_neural(_kind), description=_text, trained=True))

@@ -48,7 +48,6 @@ def test_a_registered_drafter_can_be_found_by_name(monkeypatch: pytest.MonkeyPat
 def isolated_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
     monkeypatch.setattr(registry, "_CHECKPOINTS", {})
-    monkeypatch.setattr(registry, "_NEURAL", set(registry._NEURAL))
 
 
 @pytest.mark.usefixtures("isolated_registry")
