@@ -21,6 +21,7 @@ then :class:`LinkRestored` (the session resumed, or a new one with the history r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 from drafts.decoding.events import TokenSource
 from drafts.decoding.stopping import StopReason
@@ -33,6 +34,8 @@ class TokenGenerated:
     position: int
     token: int
     source: TokenSource  # DRAFT_ACCEPTED, TARGET or OFFLINE
+    text: str = ""  # this token's text, decoded incrementally (UTF-8 safe: "" while a character is incomplete)
+    char_start: int = 0  # where ``text`` starts in the answer's text
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,9 @@ class Repaired:
     tokens: tuple[int, ...]  # the confirmed replacement; may be longer than the span (the bonus token)
     sources: tuple[TokenSource, ...]  # one per token: DRAFT_ACCEPTED or TARGET
     kept: int  # leading offline tokens that survived verification (tokens[:kept] == the span's first kept)
+    texts: tuple[str, ...] = ()  # one text per token of ``tokens`` (UTF-8 safe, as TokenGenerated.text)
+    char_start: int = 0  # the replaced text is answer_text[char_start:char_end] ...
+    char_end: int = 0  # ... and becomes "".join(texts)
 
     @property
     def replaced(self) -> int:
@@ -117,17 +123,76 @@ class Finished:
     tokens: tuple[int, ...]
     stop: StopReason | None  # None: it ended offline, waiting for a verifier that did not come back
     stats: GenerationStats
+    text: str = ""  # the answer's text (the decoded ``tokens``)
 
 
-EngineEvent = TokenGenerated | DraftRejected | Repaired | LinkLost | Reconnecting | LinkRestored | Finished
+class LinkState(Enum):
+    """What the status bar shows; a remote engine reports every change, idle or generating."""
+
+    CONNECTING = "connecting"  # the first connection is being made
+    ONLINE = "online"
+    DEGRADED = "degraded"  # connected, but the round trip is slow (over LinkConfig's degraded threshold)
+    OFFLINE = "offline"  # the verifier is unreachable; generation goes on locally, unverified
+    RECONNECTING = "reconnecting"  # an attempt to reach it again is under way
+    LOCAL = "local"  # no verifier by design (--local): the target runs on this device
+
+
+@dataclass(frozen=True)
+class LinkChanged:
+    """The link's state changed (emitted at any time, not only during a generation)."""
+
+    state: LinkState
+    rtt_ms: float | None = None  # smoothed round trip, when known
+    reason: str = ""  # why it went down, or what is being tried
+
+
+@dataclass(frozen=True)
+class StatsUpdated:
+    """Rolling figures during a generation (about twice a second, and once before Finished)."""
+
+    tau: float  # mean tokens confirmed per verify round (accepted + the target's own)
+    acceptance_rate: float  # accepted drafted tokens / drafted tokens sent for verification
+    acceptance_by_depth: tuple[float, ...]  # P(accepted) of the token drafted at depth 1, 2, ...
+    rtt_ms: float | None
+    tokens_per_s: float  # shown tokens / wall time of this generation so far
+    round_trips: int  # requests answered by the verifier in this generation
+    round_trips_per_100: float  # round trips per 100 output tokens
+    bytes_up_per_token: float
+    bytes_down_per_token: float
+    draft_ms: float  # mean per round
+    verify_ms: float  # mean per round, as the client sees it (round trip included when remote)
+    new_tokens: int
+    offline_tokens: int  # shown as OFFLINE so far
+
+
+@dataclass(frozen=True)
+class OfflineBudgetReached:
+    """Offline writing paused: ``budget`` unverified tokens are waiting for the verifier."""
+
+    budget: int
+
+
+EngineEvent = (
+    TokenGenerated
+    | DraftRejected
+    | Repaired
+    | LinkLost
+    | Reconnecting
+    | LinkRestored
+    | LinkChanged
+    | StatsUpdated
+    | OfflineBudgetReached
+    | Finished
+)
 
 
 @dataclass
 class Shown:
-    """What a UI shows after a sequence of events: the output with each token's provenance."""
+    """What a UI shows after a sequence of events: the output, each token's text and provenance."""
 
     tokens: list[int] = field(default_factory=list)
     sources: list[TokenSource] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
     rejected: list[DraftRejected] = field(default_factory=list)
 
     def apply(self, event: EngineEvent) -> None:
@@ -135,11 +200,27 @@ class Shown:
             assert event.position == len(self.tokens), "tokens are appended in order"
             self.tokens.append(event.token)
             self.sources.append(event.source)
+            self.texts.append(event.text)
         elif isinstance(event, Repaired):
             self.tokens[event.start : event.end] = event.tokens
             self.sources[event.start : event.end] = event.sources
+            self.texts[event.start : event.end] = event.texts or [""] * len(event.tokens)
         elif isinstance(event, DraftRejected):
             self.rejected.append(event)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.texts)
+
+    def spans(self) -> list[tuple[str, TokenSource]]:
+        """The text as runs of one provenance each (adjacent tokens of one source merged)."""
+        runs: list[tuple[str, TokenSource]] = []
+        for text, source in zip(self.texts, self.sources, strict=True):
+            if runs and runs[-1][1] is source:
+                runs[-1] = (runs[-1][0] + text, source)
+            elif text:
+                runs.append((text, source))
+        return runs
 
     def count(self, source: TokenSource) -> int:
         return sum(s is source for s in self.sources)

@@ -12,6 +12,7 @@ class StopReason(Enum):
     STOP_STRING = "stop_string"
     MAX_TOKENS = "max_tokens"
     CONTEXT = "context"
+    CANCELLED = "cancelled"  # the user stopped it (the engine's cancel); the partial output is kept
 
 
 @dataclass(frozen=True)
