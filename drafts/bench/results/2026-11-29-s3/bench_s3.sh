@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 3 measurements of the 2.4M-token drafts (2 threads, nothing else running).
 set -u
-cd /work/main
+cd "$(dirname "$0")/../../../.."  # the repository root
 export HF_HUB_OFFLINE=1 OMP_WAIT_POLICY=PASSIVE
 R=drafts/bench/results/2026-11-29-s3
 CK="--checkpoint moa=runs/smollm2-moa-2p4M --checkpoint eagle=runs/smollm2-eagle-2p4M"

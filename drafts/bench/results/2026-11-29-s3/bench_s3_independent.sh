@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The independent draft at 2.4M tokens, same prompts as the main sharegpt chain-4 run.
 set -u
-cd /work/main
+cd "$(dirname "$0")/../../../.."  # the repository root
 export HF_HUB_OFFLINE=1 OMP_WAIT_POLICY=PASSIVE
 R=drafts/bench/results/2026-11-29-s3
 CK="--checkpoint independent=runs/smollm2-independent-2p4M"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Session 3 chain: wait for the MoA continuation (pid $1), train EAGLE, measure, then the
 # independent draft and its measurement. Each step is skipped when already done; rerun to resume.
-cd /work/main
+cd "$(dirname "$0")/../../../.."  # the repository root
 while kill -0 $1 2>/dev/null; do sleep 15; done
-grep -q "moa-train: done" runs/moa-2p4M.log || runs/cont_cache.sh   # MoA interrupted: resume it (and the rest)
+grep -q "moa-train: done" runs/moa-2p4M.log || drafts/bench/results/2026-11-29-s3/cont_cache.sh   # MoA interrupted: resume it (and the rest)
 export OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE HF_HUB_OFFLINE=1
 train() {
   kind=$1; out=runs/smollm2-$kind-2p4M
@@ -13,6 +13,6 @@ train() {
     --out $out --feature-cache runs/features-fresh1800 >> runs/$kind-2p4M.log 2>&1
 }
 train eagle
-runs/bench_s3.sh
+drafts/bench/results/2026-11-29-s3/bench_s3.sh
 train independent
-runs/bench_s3_independent.sh
+drafts/bench/results/2026-11-29-s3/bench_s3_independent.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 3: continue each 1M-token draft by 1.4M tokens on 1,800 unseen ShareGPT conversations
 # (2 epochs; the target's activations cached on disk after the first). Resumable: rerun this script.
-cd /work/main
+cd "$(dirname "$0")/../../../.."  # the repository root
 export OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE HF_HUB_OFFLINE=1
 for kind in moa eagle independent; do
   out=runs/smollm2-$kind-2p4M

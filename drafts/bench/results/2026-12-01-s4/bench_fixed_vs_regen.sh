@@ -2,7 +2,7 @@
 # Session 4: the 1M-token EAGLE base and its two fine-tunes (fixed vs regenerated responses),
 # interleaved per prompt against ar in one run per dataset. 2 threads, nothing else running.
 set -euo pipefail
-cd /work/main
+cd "$(dirname "$0")/../../../.."  # the repository root
 export HF_HUB_OFFLINE=1
 unset OMP_WAIT_POLICY
 R=drafts/bench/results/2026-12-01-s4

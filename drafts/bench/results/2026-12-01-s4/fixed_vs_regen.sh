@@ -3,7 +3,7 @@
 # Each stage is skipped when its output exists and moa-train resumes, so rerunning continues.
 # No OMP_WAIT_POLICY=PASSIVE: it slows llama.cpp ~4x and torch's small ops too (see README).
 set -euo pipefail
-cd /work/main
+cd "$(dirname "$0")/../../../.."  # the repository root
 export HF_HUB_OFFLINE=1
 unset OMP_WAIT_POLICY
 R=drafts/bench/results/2026-12-01-s4

@@ -2,7 +2,7 @@
 # Session 4: does OMP_WAIT_POLICY=PASSIVE (set in session 3's benchmark scripts) change the speed
 # figures? The same short moa-bench run, once with and once without it, back to back.
 set -euo pipefail
-cd /work/main
+cd "$(dirname "$0")/../../../.."  # the repository root
 export HF_HUB_OFFLINE=1
 R=drafts/bench/results/2026-12-01-s4
 args=(--threads 2 --method ar,moa,eagle,lookup --dataset sharegpt-heldout --limit 4 --max-new-tokens 64 --chain 4)
