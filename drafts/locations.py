@@ -1,8 +1,8 @@
 """Paths on disk: the one home of where moa-chat reads and writes files.
 
-Everything lives under the platformdirs directories of the application ``moa-chat`` unless the
-environment variable ``MOA_CHAT_CACHE`` points the cache somewhere else (tests, CI, read-only
-homes).
+Everything lives under the platformdirs directories of the application ``moa-chat`` unless an
+environment variable points somewhere else (tests, CI, read-only homes): ``MOA_CHAT_CACHE`` the
+cache, ``MOA_CHAT_DATA`` the chat's data (its conversations), ``MOA_CHAT_CONFIG`` the config file.
 """
 
 from __future__ import annotations
@@ -31,6 +31,18 @@ def cache_dir() -> Path:
     root = Path(override) if override else Path(platformdirs.user_cache_dir(APP_NAME))
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def chat_data_dir() -> Path:
+    """Where the chat keeps what the user made (conversations); not created here."""
+    override = os.environ.get("MOA_CHAT_DATA")
+    return Path(override) if override else Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def config_file() -> Path:
+    """The chat's TOML settings file; not created here (missing = the defaults)."""
+    override = os.environ.get("MOA_CHAT_CONFIG")
+    return Path(override) if override else Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
 
 
 def converted_models_dir() -> Path:
