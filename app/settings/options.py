@@ -1,0 +1,169 @@
+"""Every setting once: its default, what it means, and what values it allows.
+
+The TOML file, the command line and the settings screen all read this table, so a key of the
+file, its flag (``max_tokens`` is ``--max-tokens``) and its message on a bad value never drift
+apart. Checks are pure functions of the value: whether a file exists is the engine's business.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from drafts.drafters.base import DraftShape
+from drafts.errors import ConfigError
+from drafts.net.link import PRESETS
+from drafts.target.device import DEVICE_CHOICES
+
+MODES = ("demo", "remote", "local", "api")
+DRAFT_KINDS = ("moa", "eagle", "independent", "none")
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # the TOML key; the flag is --name-with-dashes
+    default: Any
+    help: str  # one line, written above the key in the file and shown by --help
+    allowed: str  # what a bad value's message says is allowed
+    check: Callable[[Any], bool]  # the value (already of the right type) is allowed
+    kind: type  # str, int or float: the TOML type (an int is taken for a float)
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def coerce(self, value: Any) -> Any:
+        """``value`` as this option's type, or a ConfigError naming the key, the value and what is allowed."""
+        typed = _typed(value, self.kind)
+        if typed is None or not self.check(typed):
+            raise ConfigError(f"{self.name} = {value!r} is not allowed: {self.name} takes {self.allowed}")
+        return typed
+
+
+def _typed(value: Any, kind: type) -> Any:
+    if isinstance(value, bool):  # TOML true/false are never a number or a name here
+        return None
+    if kind is float and isinstance(value, int | float):
+        return float(value) if math.isfinite(value) else None
+    return value if isinstance(value, kind) else None
+
+
+def _is_tree(text: str) -> bool:
+    if not text:
+        return True
+    try:
+        DraftShape.parse_tree(text)
+    except ConfigError:
+        return False
+    return True
+
+
+def _is_offline_model(text: str) -> bool:
+    return text in ("bundled", "none") or text.endswith(".gguf")
+
+
+OPTIONS: tuple[Option, ...] = (
+    # -- the conversation -----------------------------------------------------------------------
+    Option("system_prompt", "", "system prompt of new chats", "any text", lambda v: True, str),
+    Option(
+        "temperature",
+        0.0,
+        "0 = greedy (drafts are accepted most often); higher = more varied",
+        "a number from 0 to 2",
+        lambda v: 0.0 <= v <= 2.0,
+        float,
+    ),
+    Option(
+        "top_p", 1.0, "nucleus sampling mass (1 = off)", "a number above 0, at most 1", lambda v: 0.0 < v <= 1.0, float
+    ),
+    Option(
+        "max_tokens", 512, "longest answer, in tokens", "an integer from 1 to 32768", lambda v: 1 <= v <= 32768, int
+    ),
+    Option(
+        "chain",
+        4,
+        "draft shape: a chain of G tokens per round (as moa-bench --chain)",
+        "an integer from 1 to 64",
+        lambda v: 1 <= v <= 64,
+        int,
+    ),
+    Option(
+        "tree",
+        "",
+        'draft shape: an EAGLE-2 tree DEPTH,TOPK,TOTAL instead of a chain ("" = chain)',
+        'DEPTH,TOPK,TOTAL integers >= 1 such as "4,4,16", or "" for a chain',
+        _is_tree,
+        str,
+    ),
+    Option(
+        "offline_budget",
+        256,
+        "offline tokens written before waiting for the verifier (0 = no limit)",
+        "an integer >= 0",
+        lambda v: v >= 0,
+        int,
+    ),
+    Option(
+        "theme",
+        "textual-dark",
+        "the app's colour theme (a Textual theme name)",
+        'a theme name such as "textual-dark", "textual-light", "nord", "gruvbox"',
+        lambda v: bool(v.strip()),
+        str,
+    ),
+    # -- how the app starts ---------------------------------------------------------------------
+    Option(
+        "mode",
+        "demo",
+        "demo (everything here, shaped link), remote (--server), local (no network), api (no draft)",
+        f"one of {', '.join(MODES)}",
+        lambda v: v in MODES,
+        str,
+    ),
+    Option(
+        "server",
+        "",
+        "the verifier's URL for remote (and api) mode",
+        '"" or a ws:// or wss:// URL',
+        lambda v: v == "" or v.startswith(("ws://", "wss://")),
+        str,
+    ),
+    Option("token_file", "", "file holding the verifier's bearer token", '"" or a file path', lambda v: True, str),
+    Option(
+        "draft",
+        "moa",
+        "the draft: moa, eagle, independent, none, or a checkpoint directory",
+        f"one of {', '.join(DRAFT_KINDS)} or a checkpoint directory",
+        lambda v: bool(v.strip()),
+        str,
+    ),
+    Option(
+        "target",
+        "smollm2",
+        "the target model: smollm2, gemma3-270m, a .gguf file or a model directory",
+        "an alias (smollm2, gemma3-270m), a .gguf file or a model directory",
+        lambda v: bool(v.strip()),
+        str,
+    ),
+    Option(
+        "device",
+        "auto",
+        "where the draft (and, locally, the target) runs",
+        f"one of {', '.join(DEVICE_CHOICES)}",
+        lambda v: v in DEVICE_CHOICES,
+        str,
+    ),
+    Option(
+        "offline_model",
+        "bundled",
+        "what writes offline: bundled (the SmolLM2 GGUF), none (the draft alone), or a .gguf file",
+        "bundled, none, or a path ending in .gguf",
+        _is_offline_model,
+        str,
+    ),
+    Option("link", "lan", "the demo's starting link", f"one of {', '.join(PRESETS)}", lambda v: v in PRESETS, str),
+)
+
+BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}

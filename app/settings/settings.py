@@ -1,0 +1,66 @@
+"""Settings: the chat's preferences and the launch options, one frozen value validated at construction.
+
+Built at the edge (:mod:`app.settings.file` reads the TOML file, :mod:`app.cli` merges the
+flags), then passed down. The fields and their rules live once, in :mod:`app.settings.options`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.settings.options import BY_NAME, OPTIONS
+from drafts.decoding.config import DecodeConfig
+from drafts.drafters.base import DraftShape
+from drafts.sampling import SamplingConfig
+
+
+@dataclass(frozen=True)
+class Settings:
+    # the conversation
+    system_prompt: str = BY_NAME["system_prompt"].default
+    temperature: float = BY_NAME["temperature"].default
+    top_p: float = BY_NAME["top_p"].default
+    max_tokens: int = BY_NAME["max_tokens"].default
+    chain: int = BY_NAME["chain"].default  # draft shape: chain length G
+    tree: str = BY_NAME["tree"].default  # draft shape: "DEPTH,TOPK,TOTAL", or "" for a chain
+    offline_budget: int = BY_NAME["offline_budget"].default
+    theme: str = BY_NAME["theme"].default
+    # how the app starts
+    mode: str = BY_NAME["mode"].default
+    server: str = BY_NAME["server"].default
+    token_file: str = BY_NAME["token_file"].default
+    draft: str = BY_NAME["draft"].default
+    target: str = BY_NAME["target"].default
+    device: str = BY_NAME["device"].default
+    offline_model: str = BY_NAME["offline_model"].default
+    link: str = BY_NAME["link"].default
+
+    def __post_init__(self) -> None:
+        for option in OPTIONS:  # a ConfigError names the key, the value and what is allowed
+            object.__setattr__(self, option.name, option.coerce(getattr(self, option.name)))
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with ``changes`` (validated)."""
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {option.name: getattr(self, option.name) for option in OPTIONS}
+
+    @property
+    def shape(self) -> DraftShape:
+        return DraftShape.parse_tree(self.tree) if self.tree else DraftShape(gamma=self.chain)
+
+    @property
+    def sampling(self) -> SamplingConfig:
+        return SamplingConfig(temperature=self.temperature, top_p=self.top_p)
+
+    def decode_config(self) -> DecodeConfig:
+        """How the next answer is decoded."""
+        return DecodeConfig(max_new_tokens=self.max_tokens, sampling=self.sampling, shape=self.shape)
+
+    @property
+    def token_path(self) -> Path | None:
+        return Path(self.token_file).expanduser() if self.token_file else None

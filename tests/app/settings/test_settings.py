@@ -1,0 +1,72 @@
+"""Settings: validated at construction, with messages that name the key, the value and what is allowed."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from app.settings import OPTIONS, Settings
+from drafts.errors import ConfigError
+
+
+def test_the_defaults_are_valid_and_every_option_is_a_field() -> None:
+    settings = Settings()
+    assert {f.name for f in dataclasses.fields(Settings)} == {o.name for o in OPTIONS}
+    assert settings.as_dict() == {o.name: o.default for o in OPTIONS}
+
+
+def test_settings_are_frozen() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Settings().temperature = 1.0  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "allowed"),
+    [
+        ("temperature", 5.0, "from 0 to 2"),
+        ("temperature", "hot", "from 0 to 2"),
+        ("top_p", 0.0, "above 0, at most 1"),
+        ("max_tokens", 0, "from 1 to 32768"),
+        ("max_tokens", 2.5, "integer"),
+        ("tree", "4,4", "DEPTH,TOPK,TOTAL"),
+        ("mode", "cloud", "demo, remote, local, api"),
+        ("link", "56k", "lan, wifi, 5g, 4g, 3g, offline"),
+        ("device", "tpu", "auto, cpu, cuda, mps"),
+        ("server", "http://x", "ws://"),
+        ("offline_model", "model.bin", ".gguf"),
+        ("offline_budget", True, "integer >= 0"),
+    ],
+)
+def test_a_bad_value_names_the_key_the_value_and_what_is_allowed(key: str, value: object, allowed: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Settings(**{key: value})
+    message = str(caught.value)
+    assert key in message and repr(value) in message and allowed in message
+
+
+def test_an_integer_is_taken_for_a_float() -> None:
+    settings = Settings(temperature=1)
+    assert settings.temperature == 1.0 and isinstance(settings.temperature, float)
+
+
+def test_the_draft_shape_is_a_chain_or_a_tree() -> None:
+    assert Settings(chain=6).shape.gamma == 6 and not Settings(chain=6).shape.is_tree
+    tree = Settings(tree="4,4,16").shape
+    assert (tree.tree_depth, tree.tree_top_k, tree.tree_total) == (4, 4, 16)
+
+
+def test_decode_config_carries_sampling_length_and_shape() -> None:
+    decode = Settings(temperature=0.7, top_p=0.9, max_tokens=64, chain=3).decode_config()
+    assert (decode.max_new_tokens, decode.sampling.temperature, decode.sampling.top_p, decode.shape.gamma) == (
+        64,
+        0.7,
+        0.9,
+        3,
+    )
+
+
+def test_replace_validates() -> None:
+    assert Settings().replace(theme="nord").theme == "nord"
+    with pytest.raises(ConfigError, match="max_tokens"):
+        Settings().replace(max_tokens=-1)
