@@ -16,20 +16,31 @@ from drafts.decoding.stopping import StopCondition, StopReason
 from drafts.errors import ContextOverflowError
 from drafts.sampling import choose
 from drafts.target.runner import TargetRunner
+from drafts.target.session import TargetSession
 
 
 def autoregressive_rounds(
-    runner: TargetRunner, prompt: list[int], config: DecodeConfig, gen: Generation
+    runner: TargetRunner,
+    prompt: list[int],
+    config: DecodeConfig,
+    gen: Generation,
+    session: TargetSession | None = None,
 ) -> Iterator[RoundEvent]:
-    """One event per target forward (the prefill first), each adding one target token."""
+    """One event per target forward (the prefill first), each adding one target token.
+
+    ``session`` continues a conversation: its committed tokens are a prefix of ``prompt`` (cut
+    back to it beforehand; at least the prompt's last token left out); only the rest is prefilled.
+    """
     if len(prompt) >= runner.context_length:
         raise ContextOverflowError(
             f"the prompt has {len(prompt)} tokens but the context holds {runner.context_length}; shorten it"
         )
     stop = StopCondition(config.max_new_tokens, runner.stop_ids, config.stop_strings)
     generator = config.sampling.generator()
-    session = runner.new_session()
-    tokens, index = prompt, 0
+    session = session if session is not None else runner.new_session()
+    if session.length >= len(prompt):
+        raise ValueError(f"the session holds {session.length} tokens of a {len(prompt)}-token prompt; truncate it")
+    tokens, index = prompt[session.length :], 0
     while True:
         t0 = time.perf_counter()
         logits = runner.extend(session, tokens, last_only=True)  # (1, V)

@@ -27,12 +27,21 @@ from drafts.tree import DraftTree
 
 
 def speculative_rounds(
-    runner: TargetRunner, drafter: Drafter, prompt: list[int], config: DecodeConfig, gen: Generation
+    runner: TargetRunner,
+    drafter: Drafter,
+    prompt: list[int],
+    config: DecodeConfig,
+    gen: Generation,
+    session: TargetSession | None = None,
 ) -> Iterator[RoundEvent]:
-    """Generate from ``prompt``; ``gen`` collects the tokens and the stop reason."""
+    """Generate from ``prompt``; ``gen`` collects the tokens and the stop reason.
+
+    ``session`` continues a conversation: its committed tokens, which the drafter has observed
+    too, are a prefix of ``prompt`` (cut back to it beforehand); only the rest is prefilled.
+    """
     stop = StopCondition(config.max_new_tokens, runner.stop_ids, config.stop_strings)
     generator = config.sampling.generator()
-    session, root, prefill_s = prefill(runner, drafter, prompt, config, generator)
+    session, root, prefill_s = prefill(runner, drafter, prompt, config, generator, session)
     event = RoundEvent(0, (), root, (), (), 0, 0.0, prefill_s, (root,))
     while True:
         event = _apply_stop(event, gen, stop, runner)
@@ -53,21 +62,38 @@ def speculative_rounds(
 
 
 def prefill(
-    runner: TargetRunner, drafter: Drafter, prompt: list[int], config: DecodeConfig, generator: torch.Generator
+    runner: TargetRunner,
+    drafter: Drafter,
+    prompt: list[int],
+    config: DecodeConfig,
+    generator: torch.Generator,
+    session: TargetSession | None = None,
 ) -> tuple[TargetSession, int, float]:
-    """Run the prompt through the target; the first token is the first round's root."""
+    """Run the prompt (after what ``session`` holds) through the target; the first token is the first round's root."""
     if len(prompt) >= runner.context_length:
         raise ContextOverflowError(
             f"the prompt has {len(prompt)} tokens but the context holds {runner.context_length}; shorten it"
         )
     t0 = time.perf_counter()
-    session = runner.new_session()
-    drafter.begin(prompt)
-    logits = runner.extend(session, prompt, drafter.needs, last_only=drafter.needs.empty)
+    if session is None:
+        session = runner.new_session()
+        drafter.begin(prompt)
+    new = prompt[_held(session, prompt) :]
+    logits = runner.extend(session, new, drafter.needs, last_only=drafter.needs.empty)
     acts = runner.commit(session, None, drafter.needs)
     root = choose(logits[-1], config.sampling, generator)
-    drafter.observe(prompt, acts, root)
+    drafter.observe(new, acts, root)
     return session, root, time.perf_counter() - t0
+
+
+def _held(session: TargetSession, prompt: list[int]) -> int:
+    """Prompt tokens already in ``session`` (at least the last one must run: its logits give the root)."""
+    if session.length >= len(prompt):
+        raise ValueError(
+            f"the session holds {session.length} tokens of a {len(prompt)}-token prompt; "
+            "truncate it to a shorter prefix first"
+        )
+    return session.length
 
 
 def verify(

@@ -3,13 +3,15 @@
 A drafter *declares* the target activations it needs (``needs``); the decoding loop asks the
 target runner for exactly those and hands them back through ``observe`` for the tokens the
 target has committed. Each round the loop calls ``propose`` for a tree (or chain) of
-candidates below the root token (the newest token the target has not processed).
+candidates below the root token (the newest token the target has not processed). A drafter
+whose state can be cut back to a prefix (:class:`Rewindable`) lets a conversation's next turn
+reuse what it observed of the earlier ones.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import torch
 
@@ -81,3 +83,11 @@ class Drafter(Protocol):
     ) -> DraftTree:
         """Candidates below the root ``context[-1]``; ``context`` is the whole sequence so far."""
         ...
+
+
+@runtime_checkable
+class Rewindable(Protocol):
+    """A drafter whose observed state can be cut back to a prefix (the trained drafts can)."""
+
+    def truncate(self, length: int) -> None:
+        """Forget every observed token from position ``length`` on."""

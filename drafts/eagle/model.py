@@ -49,6 +49,7 @@ class EagleDraft(NeuralDraft):
         self._cache = KVCache()
         self._committed = 0
         self._last_feature: torch.Tensor | None = None  # (1, H) target feature of the last committed token
+        self._features: list[torch.Tensor] = []  # (n, H) per observe: a cut-back needs the feature before the cut
 
     def _rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return rope_tables(positions, self.cfg.hidden // self.cfg.heads, DRAFT_ROPE_THETA)
@@ -70,6 +71,7 @@ class EagleDraft(NeuralDraft):
         self._cache.reset()
         self._committed = 0
         self._last_feature = None
+        self._features = []
 
     @torch.inference_mode()
     def observe(self, committed: list[int], start: int, acts: Activations) -> None:
@@ -82,6 +84,7 @@ class EagleDraft(NeuralDraft):
         self.layer(x, rope, tail_causal_mask(n, self._committed, device), cache=self._cache)
         self._committed = self._cache.length
         self._last_feature = feats[-1:]
+        self._features.append(feats)
 
     def initial_state(self) -> Any:
         return self._last_feature
@@ -97,6 +100,15 @@ class EagleDraft(NeuralDraft):
 
     def end_round(self) -> None:
         self._cache.truncate(self._committed)
+
+    def truncate(self, length: int) -> None:
+        if length == 0:
+            self.reset()
+            return
+        self._committed = min(self._committed, length)
+        self.end_round()
+        kept = torch.cat(self._features)[: self._committed]  # (length, H)
+        self._features, self._last_feature = [kept], kept[-1:]
 
     def config_dict(self) -> dict[str, Any]:
         return self.cfg.to_dict()

@@ -81,5 +81,9 @@ class IndependentDraft(NeuralDraft):
         for cache in self._caches:
             cache.truncate(self._committed)
 
+    def truncate(self, length: int) -> None:
+        self._committed = min(self._committed, length)
+        self.end_round()
+
     def config_dict(self) -> dict[str, Any]:
         return self.cfg.to_dict()

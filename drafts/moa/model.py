@@ -167,6 +167,14 @@ class MoADraft(NeuralDraft):
             cache.truncate(self._committed)
         self._tail_key_pos = self._tail_key_pos[: self._committed]
 
+    def truncate(self, length: int) -> None:
+        if length == 0:
+            self.reset()
+            return
+        self._committed = min(self._committed, length)
+        self.end_round()  # every per-token cache back to ``length`` (scratch included)
+        self._memory.truncate(self._committed)
+
     def config_dict(self) -> dict[str, Any]:
         return self.cfg.to_dict()
 

@@ -7,7 +7,7 @@ the shared loss in :mod:`drafts.training.losses` compares it with the target's.
 Inference: ``observe`` takes the tokens the target committed (with the activations the draft
 declared in ``needs``) into the draft's own caches; ``step`` drafts from new tokens at given
 positions, each seeing the committed context plus its ancestors among the scratch tokens of
-this round; ``end_round`` drops the scratch tokens.
+this round; ``end_round`` drops the scratch tokens; ``truncate`` cuts the committed ones back to a prefix.
 """
 
 from __future__ import annotations
@@ -81,6 +81,11 @@ class NeuralDraft(nn.Module):
 
     def end_round(self) -> None:
         """Forget this round's scratch tokens."""
+        raise NotImplementedError
+
+    def truncate(self, length: int) -> None:
+        """Forget the committed tokens from position ``length`` on (a conversation rewound to a
+        common prefix): the caches then hold what observing only the first ``length`` gives."""
         raise NotImplementedError
 
     def initial_state(self) -> Any:

@@ -28,6 +28,13 @@ class NeuralDrafter:
         self.model.observe(committed, self._length, acts)
         self._length += len(committed)
 
+    def truncate(self, length: int) -> None:
+        """Keep the first ``length`` observed tokens (a conversation's common prefix with its last turn)."""
+        if not 0 <= length <= self._length:
+            raise ValueError(f"cannot cut the draft back to {length} tokens: it has observed {self._length}")
+        self.model.truncate(length)
+        self._length = length
+
     @torch.inference_mode()
     def propose(
         self, context: list[int], shape: DraftShape, cfg: SamplingConfig, generator: torch.Generator | None
