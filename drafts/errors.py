@@ -74,6 +74,7 @@ class ErrorCode(Enum):
     BUSY = "BUSY"  # the server is at capacity; retry later
     INTERNAL = "INTERNAL"  # the server failed; not the client's fault
     UNEXPECTED_MESSAGE = "UNEXPECTED_MESSAGE"  # a well-formed message arrived in the wrong session state
+    CANCELLED = "CANCELLED"  # the client cancelled the request before it started; nothing changed
 
 
 class ProtocolError(MoaError):

@@ -3,9 +3,12 @@
     handshake  Hello -> target, draft and needs checked, session opened or resumed -> Welcome,
                or a fatal Error that says what to change, then close
     serve      the reader turns frames into protocol events on a queue; the processor answers
-               them in order, one at a time, through the inference worker (never on this loop)
+               them in order, one at a time, through the inference worker (never on this loop);
+               a Cancel is acted on by the reader at once (the request's CancelToken), ahead of
+               the queue, so the cancelled request stops within one step
     finish     Bye closes the session; a drop, an idle timeout or a fatal error detach it, and
-               it waits ``resume_grace`` seconds for a Hello with ``resume_session``
+               it waits ``resume_grace`` seconds for a Hello with ``resume_session``. Bye and a
+               drop cancel every pending request first: nobody is listening for their replies
 
 Every failure of a request becomes an Error reply for that request and the connection goes on;
 only the protocol's fatal errors (before Welcome, or a version mismatch) end it.
@@ -27,6 +30,7 @@ from drafts.errors import ErrorCode
 from drafts.protocol import (
     PROTOCOL_VERSION,
     Bye,
+    Cancel,
     Capabilities,
     Error,
     FrameRejected,
@@ -43,6 +47,7 @@ from drafts.protocol import (
 )
 from server_stub.answers import Reply, Request, reply_to
 from server_stub.backend.base import MEMORY, BackendCapabilities, TargetBackend
+from server_stub.cancels import CancelToken
 from server_stub.config import ServerConfig
 from server_stub.errors import (
     DraftUnsupportedError,
@@ -86,6 +91,7 @@ class Connection:
         self._bye = False  # the client ended the session
         self._superseded = False  # another connection resumed this one's session
         self._closing: asyncio.Task[None] | None = None
+        self._pending: dict[int, CancelToken] = {}  # request_id -> token, from read until answered
 
     async def run(self) -> None:
         try:
@@ -107,7 +113,7 @@ class Connection:
             frame = await asyncio.wait_for(self.ws.recv(), self.services.config.idle_timeout)
         except TimeoutError:
             return False
-        for event in self.protocol.receive(_as_bytes(frame)):
+        for event in self.protocol.receive(frame):
             if isinstance(event, FrameRejected):
                 log_event(log, "handshake.rejected", logging.WARNING, peer=self.peer, code=event.error.code.value)
                 await self.ws.send(event.reply)
@@ -186,7 +192,9 @@ class Connection:
             await self.ws.send(self.protocol.send(Error(None, ErrorCode.SESSION_UNKNOWN, notice, fatal=False)))
         record = registry.new(hello.needs, self)
         try:
-            await self.services.worker.call(lambda backend: backend.open(record.session_id, hello.needs))
+            await self.services.worker.call(
+                lambda backend: backend.open(record.session_id, hello.needs), record.session_id
+            )
         except ServerError:
             registry.remove(record.session_id)
             raise
@@ -205,7 +213,7 @@ class Connection:
             return None  # the client holds more than the server ever committed: start over
 
         try:
-            committed, _ = await self.services.worker.call(settle)
+            committed, _ = await self.services.worker.call(settle, session_id)
         except SessionUnknownError:
             return None
         return committed
@@ -218,6 +226,7 @@ class Connection:
             await self._queue.put(_STOP)
             await processor  # answer what was asked before Bye or a fatal error
         finally:
+            self._cancel_all("the connection ended")  # a drop: queued work is skipped, a Generate stops
             processor.cancel()
 
     async def _read(self) -> None:
@@ -229,8 +238,25 @@ class Connection:
                     continue  # the client is waiting for us, not idle
                 await self._close_idle()
                 return
-            for event in self.protocol.receive(_as_bytes(frame)):
+            for event in self.protocol.receive(frame):
+                if isinstance(event, Cancel):
+                    self._cancel(event.request_id, "Cancel")
+                    continue
+                if isinstance(event, Prefill | Verify | Rewind | Generate):
+                    self._pending.setdefault(event.request_id, CancelToken())
+                elif isinstance(event, Bye):
+                    self._cancel_all("Bye")
                 await self._queue.put(event)
+
+    def _cancel(self, request_id: int, reason: str) -> None:
+        token = self._pending.get(request_id)
+        if token is not None:  # else answered already, or never asked: the race is normal
+            token.cancel(reason)
+            log_event(log, "request.cancel", logging.DEBUG, session=self._session_id(), request=request_id)
+
+    def _cancel_all(self, reason: str) -> None:
+        for token in self._pending.values():
+            token.cancel(reason)
 
     async def _close_idle(self) -> None:
         assert self.record is not None
@@ -283,9 +309,15 @@ class Connection:
     async def _answer(self, request: Request) -> None:
         assert self.record is not None
         started = time.perf_counter()
+        token = self._pending.get(request.request_id) or CancelToken()
         try:
             reply: Reply | Error = await reply_to(
-                request, self.record, self.services.worker, self._send_part, self.services.capabilities.max_context
+                request,
+                self.record,
+                self.services.worker,
+                self._send_part,
+                self.services.capabilities.max_context,
+                token,
             )
         except Exception as exc:  # the boundary: any failure of one request is that request's Error reply
             code = error_code(exc)
@@ -295,6 +327,8 @@ class Connection:
             else:
                 message = str(exc)
             reply = Error(request.request_id, code, message, fatal=False)
+        finally:
+            self._pending.pop(request.request_id, None)
         ms = round((time.perf_counter() - started) * 1e3, 2)
         log_event(
             log,
@@ -334,15 +368,10 @@ class Connection:
 
     async def _close_in_backend(self, session_id: str) -> None:
         with contextlib.suppress(RuntimeError):  # the worker has stopped (shutdown): the backend goes with it
-            await self.services.worker.call(lambda backend: backend.close(session_id))
+            await self.services.worker.call(lambda backend: backend.close(session_id), session_id)
 
     def _session_id(self) -> str | None:
         return None if self.record is None else self.record.session_id
-
-
-def _as_bytes(frame: str | bytes) -> bytes:
-    """Text frames are not this protocol's: their bytes fail the frame check with a BAD_FRAME reply."""
-    return frame.encode("utf-8") if isinstance(frame, str) else frame
 
 
 def _describe(target: dict[str, Any]) -> str:

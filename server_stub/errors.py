@@ -12,6 +12,7 @@ handler turns any of them into an Error reply without a lookup table::
         ├── InvalidRequestError     BAD_FRAME: a well-formed message with content the target cannot run
         ├── RewindOutOfRangeError   UNEXPECTED_MESSAGE: rewind past what the session has committed
         ├── TreeLimitError          TREE_TOO_LARGE: more drafted nodes than the backend verifies at once
+        ├── RequestCancelledError   CANCELLED: the client cancelled the request (Cancel, Bye) before it ran
         └── ContextLimitError       CONTEXT_OVERFLOW: the session would outgrow the context (also a
                                     drafts ContextOverflowError, so single-device code catches it too)
 """
@@ -61,6 +62,10 @@ class RewindOutOfRangeError(ServerError):
 
 class TreeLimitError(ServerError):
     code = ErrorCode.TREE_TOO_LARGE
+
+
+class RequestCancelledError(ServerError):
+    code = ErrorCode.CANCELLED
 
 
 class ContextLimitError(ServerError, ContextOverflowError):

@@ -145,7 +145,7 @@ class VerifierServer:
 
         async def close() -> None:
             with contextlib.suppress(RuntimeError):  # the worker has stopped: the backend goes with it
-                await self.worker.call(lambda backend: backend.close(session_id))
+                await self.worker.call(lambda backend: backend.close(session_id), session_id)
 
         task = asyncio.get_running_loop().create_task(close())
         self._tasks.add(task)

@@ -1,13 +1,24 @@
 """The inference worker: the one thread that drives the backend, off the event loop.
 
-Connections submit work from the event loop and await it; the worker takes everything queued,
-runs it in arrival order, and runs each stretch of consecutive verify jobs (one per session:
-a connection handles its requests one at a time) as ONE batched ``backend.verify``. While a
-forward pass runs, the next requests of every session queue up, so under load the batches fill
-by themselves, with no waiting window that would add latency at low load.
+Connections submit work from the event loop and await it. The worker schedules fairly between
+sessions, so one session's long prefill cannot hold up everyone's short verifies:
 
-Arrival order matters beyond batching: a verify submitted by a connection that then dropped
-must still run before the resumed connection asks the session's committed length.
+    each round   1. every session's OLDEST queued item is eligible (a session's work runs in order)
+                 2. the eligible verifies run as ONE batched ``backend.verify``
+                 3. then the oldest eligible call (a prefill, a rewind, ...) runs alone
+                 repeat, taking in whatever arrived meanwhile
+
+So a verify waits at most for one call and one batch, however many prefills are queued (32 new
+connections prefilling at once used to hold every verify behind all 32 prefills), and a call
+waits its turn among the calls. While a forward pass runs, the next requests of every session
+queue up, so under load the batches fill by themselves, with no waiting window that would add
+latency at low load. Work that names no session (``session=None``) is a barrier: it runs after
+everything queued before it and before everything queued after it, as in a plain FIFO.
+
+Order within a session matters beyond correctness of its own requests: a verify submitted by a
+connection that then dropped must still run before the resumed connection asks the session's
+committed length (unless it was cancelled, see :mod:`server_stub.cancels`: a cancelled queued
+job is answered with CANCELLED without running).
 """
 
 from __future__ import annotations
@@ -24,6 +35,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from server_stub.backend.base import TargetBackend, VerifyJob, VerifyOutcome
+from server_stub.cancels import CancelToken
+from server_stub.errors import RequestCancelledError
 from server_stub.logs import log_event
 
 log = logging.getLogger(__name__)
@@ -35,6 +48,17 @@ class _Item(Generic[T]):
     future: asyncio.Future[tuple[T, float]]  # (result, queue_ms)
     loop: asyncio.AbstractEventLoop
     submitted: float  # perf_counter at submission
+    session: str | None  # whose work (runs in order per session); None: a barrier
+    token: CancelToken | None  # skip the work if this is cancelled before it runs
+
+    def skipped(self) -> bool:
+        """Settle a cancelled item without running it; whether it was."""
+        if self.token is None or not self.token.cancelled:
+            return False
+        _settle(
+            self, None, RequestCancelledError(f"cancelled ({self.token.reason}) before it ran"), time.perf_counter()
+        )
+        return True
 
 
 @dataclass
@@ -50,8 +74,9 @@ class _Verify(_Item[VerifyOutcome]):
 class InferenceWorker:
     """Runs backend calls on one thread; see the module docstring."""
 
-    def __init__(self, backend: TargetBackend) -> None:
+    def __init__(self, backend: TargetBackend, max_batch_jobs: int = 256) -> None:
         self.backend = backend
+        self.max_batch_jobs = max_batch_jobs  # verifies handed to one backend.verify (it splits by its max_batch)
         self.batch_sizes: Counter[int] = Counter()  # verify batch size -> how many ran
         self._queue: queue.SimpleQueue[_Call | _Verify | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="moa-inference", daemon=True)
@@ -67,18 +92,24 @@ class InferenceWorker:
             self._queue.put(None)
             await asyncio.to_thread(self._thread.join)
 
-    async def call(self, fn: Callable[[TargetBackend], T]) -> tuple[T, float]:
-        """``fn(backend)`` on the worker thread: (its result, ms it waited in the queue)."""
+    async def call(
+        self, fn: Callable[[TargetBackend], T], session: str | None = None, token: CancelToken | None = None
+    ) -> tuple[T, float]:
+        """``fn(backend)`` on the worker thread: (its result, ms it waited in the queue).
+
+        ``session`` orders it among that session's work (None: after everything queued so far);
+        a cancelled ``token`` skips it with RequestCancelledError.
+        """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[tuple[T, float]] = loop.create_future()
-        self._submit(_Call(future, loop, time.perf_counter(), fn))
+        self._submit(_Call(future, loop, time.perf_counter(), session, token, fn))
         return await future
 
-    async def verify(self, job: VerifyJob) -> tuple[VerifyOutcome, float]:
+    async def verify(self, job: VerifyJob, token: CancelToken | None = None) -> tuple[VerifyOutcome, float]:
         """Verify ``job`` batched with whatever else is ready; raises the job's error."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[tuple[VerifyOutcome, float]] = loop.create_future()
-        self._submit(_Verify(future, loop, time.perf_counter(), job))
+        self._submit(_Verify(future, loop, time.perf_counter(), job.session_id, token, job))
         return await future
 
     def _submit(self, item: _Call | _Verify) -> None:
@@ -88,25 +119,49 @@ class InferenceWorker:
 
     # -- the thread ------------------------------------------------------------------------------
     def _run(self) -> None:
-        running = True
-        while running:
-            items = [self._queue.get()]
+        pending: list[_Call | _Verify | None] = []
+        while True:
+            if not pending:
+                pending.append(self._queue.get())
             while True:  # everything else already queued joins this round
                 try:
-                    items.append(self._queue.get_nowait())
+                    pending.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            running = None not in items
-            verifies: list[_Verify] = []
-            for item in items:
-                if isinstance(item, _Verify):
-                    verifies.append(item)
-                    continue
-                self._verify(verifies)
-                verifies = []
-                if item is not None:
-                    self._call(item)
-            self._verify(verifies)
+            if not self._round(pending):
+                return
+
+    def _round(self, pending: list[_Call | _Verify | None]) -> bool:
+        """Run one fair round (see the module docstring), removing what ran; False at the stop sentinel."""
+        head = pending[0]
+        if head is None:
+            return False
+        if head.session is None:  # a barrier: alone, in its place
+            pending.pop(0)
+            self._call_or_skip(head)
+            return True
+        eligible: dict[str, _Call | _Verify] = {}
+        for item in pending:
+            if item is None or item.session is None:
+                break  # nothing passes a barrier
+            eligible.setdefault(item.session, item)
+        verifies = [item for item in eligible.values() if isinstance(item, _Verify)]
+        calls = [item for item in eligible.values() if isinstance(item, _Call)]
+        done = {id(item) for item in verifies[: self.max_batch_jobs]}
+        self._verify([item for item in verifies[: self.max_batch_jobs] if not item.skipped()])
+        if calls:
+            done.add(id(calls[0]))
+            self._call_or_skip(calls[0])
+        pending[:] = [item for item in pending if id(item) not in done]
+        return True
+
+    def _call_or_skip(self, item: _Call | _Verify) -> None:
+        if item.skipped():
+            return
+        if isinstance(item, _Verify):
+            self._verify([item])
+        else:
+            self._call(item)
 
     def _call(self, item: _Call) -> None:
         started = time.perf_counter()

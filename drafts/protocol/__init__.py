@@ -17,6 +17,7 @@ from drafts.protocol.codec import Limits, decode, encode
 from drafts.protocol.messages import (
     PROTOCOL_VERSION,
     Bye,
+    Cancel,
     Capabilities,
     Error,
     ErrorCode,
@@ -41,6 +42,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "Answered",
     "Bye",
+    "Cancel",
     "Capabilities",
     "ClientProtocol",
     "Error",

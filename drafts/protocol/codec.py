@@ -138,8 +138,9 @@ def decode(data: bytes, limits: Limits) -> Message:
         tensors.finish()
         return message
     except ProtocolError as exc:
-        if _is_int(request_id) and 0 <= request_id <= MAX_INT:
+        if _is_int(request_id) and 0 <= request_id <= MAX_INT and header.get("type") != MessageType.CANCEL.value:
             exc.request_id = request_id  # so the Error reply answers the request the frame belonged to
+            # (not a Cancel's: its request_id names another request, which must get its own reply)
         raise
 
 

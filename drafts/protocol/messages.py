@@ -14,7 +14,8 @@ A session, in order (client = the user's machine running the draft, server = the
     Generate(id, root, max, stops)    ->                                     the target decodes alone
                                       <-    Generated(id, tokens, done=False) ...   one per token
                                       <-    Generated(id, tokens, done=True)        the reply
-    Bye()                             ->
+    Cancel(id)                        ->                                     stop request ``id`` (no reply of its own)
+    Bye()                             ->                                     also stops every pending request
 
 Every request (Prefill, Verify, Rewind, Generate) gets exactly one reply: its result or an Error
 with its ``request_id``; a Generate's reply is its ``done`` Generated part, after the parts it
@@ -24,6 +25,24 @@ server's committed length after the request. Activations are those of the tokens
 committed, one row per token, keyed as in ``Needs``: ``"kv"`` (m, L, W),
 ``"hidden:<layer>"`` (m, H), ``"memory"`` (m, H) for a compressed draft input; an int8-quantised
 entry ``name`` comes with ``name + ".scale"`` (see :mod:`drafts.protocol.tensors`).
+
+**Cancel** (protocol version 3). ``Cancel(request_id)`` names a Generate or Verify (any pending
+request, in fact) the client no longer wants; it has no reply of its own, and the named request
+still gets exactly one reply:
+
+- a request that has not started yet (queued on its connection, or waiting for the model) is
+  answered with ``Error(request_id, CANCELLED, fatal=False)`` and changed nothing; a Generate in
+  that position is answered like a running one (below), with no tokens;
+- a running Generate stops within one decoding step: its reply is the usual ``done`` Generated
+  part with ``cancelled=True``, carrying no new token (``tokens`` is empty); the session has
+  committed exactly ``committed`` tokens, and the next root is the newest token of the parts
+  already streamed (the Generate's ``root_token`` if none was);
+- a Verify whose forward pass has started is answered normally (Verified): it is one step;
+- a Cancel naming a request already answered, or never sent, is ignored (the race is normal).
+
+The session stays open and usable after a Cancel: the client continues from ``committed``.
+``Bye`` cancels every pending request the same way (the replies are not sent: the session is
+closed), and a dropped connection stops its session's work within one step too.
 
 Messages check their own invariants (tensor dtypes and shapes, ranges) at construction and raise
 :class:`~drafts.errors.MalformedFrameError`, so a bad message is refused the same way whether it
@@ -56,7 +75,7 @@ from drafts.sampling import SamplingConfig
 from drafts.target.activations import ActivationRequest
 from drafts.tree import DraftTree
 
-PROTOCOL_VERSION = 2  # the message set below; bump on any change to a message or its meaning (2: Generate)
+PROTOCOL_VERSION = 3  # the message set below; bump on any change to a message or its meaning (2: Generate, 3: Cancel)
 
 
 class MessageType(Enum):
@@ -71,6 +90,7 @@ class MessageType(Enum):
     GENERATE = "generate"
     GENERATED = "generated"
     ERROR = "error"
+    CANCEL = "cancel"
     BYE = "bye"
 
 
@@ -230,6 +250,17 @@ class Generate:
 
 
 @dataclass(frozen=True)
+class Cancel:
+    """Stop request ``request_id`` (a Generate or a pending Verify); no reply of its own (see the module docstring)."""
+
+    TYPE: ClassVar[MessageType] = MessageType.CANCEL
+    request_id: int  # the request to stop, not an id of its own
+
+    def __post_init__(self) -> None:
+        require_non_negative("cancel", request_id=self.request_id)
+
+
+@dataclass(frozen=True)
 class Bye:
     """The client ends the session; the server may forget it."""
 
@@ -326,7 +357,8 @@ class Generated:
     """A part of the reply to Generate: the next token(s); the part with ``done`` answers the request.
 
     ``committed`` counts the tokens the server holds: all but the newest generated token, which is
-    the next root (as ``Verified.next_token``).
+    the next root (as ``Verified.next_token``). A ``cancelled`` part (always ``done``, with no
+    tokens) answers a Generate stopped by Cancel: the newest streamed token is the next root.
     """
 
     TYPE: ClassVar[MessageType] = MessageType.GENERATED
@@ -335,10 +367,13 @@ class Generated:
     committed: int
     done: bool  # the last part: a stop token, max_new_tokens, or the context is full
     timings: Timings = Timings()  # of this part
+    cancelled: bool = False  # the Generate was stopped by Cancel (done, no tokens)
 
     def __post_init__(self) -> None:
         require_non_negative("generated", request_id=self.request_id, committed=self.committed)
         require_tokens("generated.tokens", self.tokens)
+        if self.cancelled and (not self.done or self.tokens.numel()):
+            raise MalformedFrameError("generated.cancelled is only valid on the done part, with no tokens")
 
 
 @dataclass(frozen=True)
@@ -358,7 +393,7 @@ class Error:
 
 Request = Prefill | Verify | Rewind | Generate
 Reply = Prefilled | Verified | Rewound | Generated | Error
-ClientMessage = Hello | Prefill | Verify | Rewind | Generate | Bye
+ClientMessage = Hello | Prefill | Verify | Rewind | Generate | Cancel | Bye
 ServerMessage = Welcome | Prefilled | Verified | Rewound | Generated | Error
 Message = ClientMessage | ServerMessage
 

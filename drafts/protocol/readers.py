@@ -19,6 +19,7 @@ from drafts.protocol.checks import MAX_INT
 from drafts.protocol.limits import Limits
 from drafts.protocol.messages import (
     Bye,
+    Cancel,
     Capabilities,
     Error,
     Generate,
@@ -271,6 +272,7 @@ def _generated(f: Fields, t: TensorFields, limits: Limits) -> Generated:
         committed=f.integer("committed"),
         done=f.flag("done"),
         timings=f.section("timings", _timings),
+        cancelled=f.flag("cancelled"),
     )
 
 
@@ -281,6 +283,10 @@ def _error(f: Fields, t: TensorFields, limits: Limits) -> Error:
     if code not in known:
         raise MalformedFrameError(f"error.code {code!r:.40} is unknown; this end knows {', '.join(known)}")
     return Error(request_id, ErrorCode(code), f.text("message"), f.flag("fatal"))
+
+
+def _cancel(f: Fields, t: TensorFields, limits: Limits) -> Cancel:
+    return Cancel(f.integer("request_id"))
 
 
 def _bye(f: Fields, t: TensorFields, limits: Limits) -> Bye:
@@ -299,5 +305,6 @@ DECODERS: dict[MessageType, _Decoder] = {
     MessageType.GENERATE: _generate,
     MessageType.GENERATED: _generated,
     MessageType.ERROR: _error,
+    MessageType.CANCEL: _cancel,
     MessageType.BYE: _bye,
 }

@@ -15,8 +15,9 @@ Both ends go through the same states::
 
     AWAITING_HELLO --Hello--> AWAITING_WELCOME --Welcome--> OPEN --Bye / fatal Error--> CLOSED
 
-``receive`` never raises: a frame that does not decode, or a message the state does not allow,
-comes back as :class:`FrameRejected` carrying the Error to send the peer. Before the session is
+``receive`` never raises: a frame that does not decode, a text frame (this protocol is binary
+only, so a text frame is refused even when its bytes would form a valid frame), or a message the
+state does not allow, comes back as :class:`FrameRejected` carrying the Error to send the peer. Before the session is
 open every rejection is fatal; once open, the server rejects one bad request and carries on, while
 the client treats any bad server frame as fatal (it cannot trust the session's state any more).
 After a fatal rejection the state is CLOSED and further input is ignored. ``send`` raises
@@ -29,12 +30,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from drafts.errors import ProtocolError, UnexpectedMessageError, UnsupportedVersionError
+from drafts.errors import MalformedFrameError, ProtocolError, UnexpectedMessageError, UnsupportedVersionError
 from drafts.protocol.codec import Limits, decode, encode
 from drafts.protocol.messages import (
     PROTOCOL_VERSION,
     REPLY_TYPES,
     Bye,
+    Cancel,
     Error,
     Generate,
     Generated,
@@ -93,11 +95,13 @@ class _Session:
         self.limits = limits or Limits()
         self.state = SessionState.AWAITING_HELLO
 
-    def receive(self, data: bytes) -> list[Event]:
-        """The events one incoming frame produces (none once CLOSED)."""
+    def receive(self, data: bytes | str) -> list[Event]:
+        """The events one incoming frame produces (none once CLOSED); ``str`` is a websocket text frame."""
         if self.state is SessionState.CLOSED:
             return []
         try:
+            if isinstance(data, str):
+                raise MalformedFrameError("a text frame is not a moa-chat frame; send binary frames (codec.encode)")
             return self._handle(decode(data, self.limits))
         except ProtocolError as exc:
             return [self._reject(exc)]
@@ -144,8 +148,8 @@ class ServerProtocol(_Session):
                 )
             self.hello = message
             self.state = SessionState.AWAITING_WELCOME
-        elif self.state is SessionState.OPEN and isinstance(message, Prefill | Verify | Rewind | Generate):
-            pass  # the host answers; requests are handled in order
+        elif self.state is SessionState.OPEN and isinstance(message, Prefill | Verify | Rewind | Generate | Cancel):
+            pass  # the host answers; requests are handled in order, a Cancel at once
         elif self.state is SessionState.OPEN and isinstance(message, Bye):
             self.state = SessionState.CLOSED
         else:
@@ -182,14 +186,20 @@ class ClientProtocol(_Session):
         self._next_id += 1
         return self._next_id
 
-    def send(self, message: Hello | Prefill | Verify | Rewind | Generate | Bye) -> bytes:
-        """The frame to send for ``message``; requests are tracked until their reply arrives."""
+    def send(self, message: Hello | Prefill | Verify | Rewind | Generate | Cancel | Bye) -> bytes:
+        """The frame to send for ``message``; requests are tracked until their reply arrives.
+
+        A Cancel leaves its request in flight: the request's own reply still comes (and may
+        already be on its way, in which case the server ignores the Cancel).
+        """
         if isinstance(message, Hello) and self.state is SessionState.AWAITING_HELLO:
             self.state = SessionState.AWAITING_WELCOME
         elif isinstance(message, Prefill | Verify | Rewind | Generate) and self.state is SessionState.OPEN:
             if message.request_id in self.in_flight:
                 raise UnexpectedMessageError(f"request {message.request_id} is still in flight; use new_request_id()")
             self.in_flight[message.request_id] = message
+        elif isinstance(message, Cancel) and self.state is SessionState.OPEN:
+            pass
         elif isinstance(message, Bye) and self.state is SessionState.OPEN:
             self.state = SessionState.CLOSED
         else:

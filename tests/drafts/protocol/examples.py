@@ -9,6 +9,7 @@ import torch
 from drafts.protocol.messages import (
     PROTOCOL_VERSION,
     Bye,
+    Cancel,
     Capabilities,
     Error,
     ErrorCode,
@@ -75,6 +76,7 @@ def one_of_each() -> list[Message]:
         Verify(4, 0, torch.tensor([5]), torch.tensor([0]), None, SamplingConfig()),
         Rewind(5, 3),
         Generate(7, 4, 64, torch.tensor([2, 0]), SamplingConfig(0.7, 0, 1.0, seed=5)),
+        Cancel(7),
         Bye(),
         welcome(),
         Prefilled(2, 3, {"memory": torch.randn(3, 6)}, Timings(0.0, 1.0)),
@@ -83,6 +85,7 @@ def one_of_each() -> list[Message]:
         Rewound(5, 3),
         Generated(7, torch.tensor([9]), 12, done=False, timings=Timings(0.25, 4.0)),
         Generated(7, torch.empty(0, dtype=torch.int64), 12, done=True),
+        Generated(7, torch.empty(0, dtype=torch.int64), 12, done=True, cancelled=True),
         Error(None, ErrorCode.TARGET_MISMATCH, "the server runs gemma-3-270m; pick a SmolLM2 draft", fatal=True),
         Error(3, ErrorCode.TREE_TOO_LARGE, "draft at most 64 nodes", fatal=False),
     ]

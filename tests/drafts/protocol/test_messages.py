@@ -10,6 +10,7 @@ from drafts.errors import MalformedFrameError
 from drafts.protocol.messages import (
     REPLY_TYPES,
     Bye,
+    Cancel,
     Capabilities,
     Error,
     Generate,
@@ -45,6 +46,7 @@ ALL: list[type[Message]] = [
     Generated,
     Error,
     Bye,
+    Cancel,
 ]
 
 

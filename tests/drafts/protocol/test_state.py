@@ -5,11 +5,12 @@ from collections.abc import Sequence
 import pytest
 import torch
 
-from drafts.errors import ErrorCode, UnexpectedMessageError
+from drafts.errors import ErrorCode, MalformedFrameError, UnexpectedMessageError
 from drafts.protocol.codec import Limits, decode, encode
 from drafts.protocol.messages import (
     PROTOCOL_VERSION,
     Bye,
+    Cancel,
     Error,
     Generate,
     Generated,
@@ -275,3 +276,71 @@ def test_nothing_can_be_sent_on_a_closed_session() -> None:
         client.send(Bye())
     with pytest.raises(UnexpectedMessageError, match="closed"):
         server.send(Rewound(1, 0))
+
+
+# -- cancel (protocol version 3) -----------------------------------------------------------------
+
+
+def test_a_cancel_reaches_the_server_host_and_leaves_the_request_in_flight_until_its_reply() -> None:
+    client, server = _open_session()
+    generate = Generate(client.new_request_id(), 5, 100, torch.empty(0, dtype=torch.int64), SamplingConfig())
+    server.receive(client.send(generate))
+
+    [cancel] = server.receive(client.send(Cancel(generate.request_id)))
+    assert cancel == Cancel(generate.request_id) and generate.request_id in client.in_flight
+    done = Generated(generate.request_id, torch.empty(0, dtype=torch.int64), 9, done=True, cancelled=True)
+    [answered] = client.receive(server.send(done))
+
+    assert isinstance(answered, Answered) and answered.request is generate
+    assert isinstance(answered.reply, Generated) and answered.reply.cancelled and not client.in_flight
+    assert client.state is server.state is SessionState.OPEN
+
+
+def test_a_cancel_of_a_request_already_answered_is_sent_without_complaint() -> None:
+    client, server = _open_session()
+
+    [cancel] = server.receive(client.send(Cancel(41)))
+
+    assert cancel == Cancel(41) and client.state is server.state is SessionState.OPEN
+
+
+def test_a_cancel_before_the_session_is_open_is_fatal() -> None:
+    server = ServerProtocol()
+
+    error = _rejection(server.receive(encode(Cancel(1))))
+
+    assert error.fatal and error.code is ErrorCode.UNEXPECTED_MESSAGE and server.state is SessionState.CLOSED
+
+
+def test_a_malformed_cancel_is_refused_without_answering_the_request_it_names() -> None:
+    client, server = _open_session()
+    frame = encode(Cancel(3)).replace(b'"request_id":3', b'"request_id":3,"extra":1')
+
+    error = _rejection(server.receive(frame))
+
+    assert error.request_id is None and not error.fatal and error.code is ErrorCode.BAD_FRAME
+
+
+def test_a_cancelled_part_must_be_the_done_part_and_carry_no_token() -> None:
+    with pytest.raises(MalformedFrameError, match="cancelled"):
+        Generated(1, torch.tensor([3]), 4, done=True, cancelled=True)
+    with pytest.raises(MalformedFrameError, match="cancelled"):
+        Generated(1, torch.empty(0, dtype=torch.int64), 4, done=False, cancelled=True)
+
+
+def test_a_text_frame_is_refused_even_when_its_bytes_form_a_valid_frame() -> None:
+    client, server = _open_session()
+    text = encode(Prefill(client.new_request_id(), torch.tensor([1, 2]))).decode("latin-1")
+
+    error = _rejection(server.receive(text))
+
+    assert error.code is ErrorCode.BAD_FRAME and "text frame" in error.message and not error.fatal
+
+
+def test_a_client_of_the_version_before_cancel_is_refused_with_both_versions_named() -> None:
+    server = ServerProtocol()
+
+    error = _rejection(server.receive(encode(hello(protocol_version=2))))
+
+    assert error.fatal and error.code is ErrorCode.UNSUPPORTED_VERSION
+    assert "version 2" in error.message and str(PROTOCOL_VERSION) in error.message and PROTOCOL_VERSION > 2
