@@ -1,6 +1,7 @@
 """One generation decoded by the server alone, streamed token by token ("API streaming").
 
-    start    open (or rewind) the session, Prefill every prompt token but the newest
+    start    keep the session's common prefix with the prompt (a chat's next turn), Prefill the
+             rest of the prompt but its newest token
     stream   Generate after the newest token; each Generated part is shown as it arrives
              (every token is the target's own: TokenSource.TARGET)
     drop     a dead link ends nothing the user saw: reconnect with backoff (resume, or replay of
@@ -20,12 +21,14 @@ from collections.abc import Callable
 import torch
 
 from app.engine.draftless import Draftless
-from app.engine.errors import LinkDownError
-from app.engine.events import EngineEvent, Finished, GenerationStats, LinkLost, LinkRestored
+from app.engine.errors import LinkDownError, VerifierRefusedError
+from app.engine.events import EngineEvent, Finished, LinkLost, LinkRestored, StatsUpdated
+from app.engine.progress import Progress
 from app.engine.session import VerifierSession
 from app.engine.transcript import Transcript
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.stopping import StopReason
+from drafts.errors import ErrorCode
 from drafts.protocol import Generate, Generated
 
 
@@ -42,9 +45,8 @@ class ApiGeneration:
     ) -> None:
         self.transcript = Transcript.begin(prompt, decode, client.stop_ids, client.decode, emit)
         self.decode, self.client, self.session, self.emit = decode, client, session, emit
-        self.forwards = 0
-        traffic = session.traffic
-        self._traffic_at_start = (traffic.bytes_up, traffic.bytes_down, traffic.round_trips)
+        self.progress = Progress(self.transcript, session)
+        self.reconnect_s = max(session.config.link.connect_timeout_s, session.config.offline_wait_s)
 
     async def run(self) -> Finished:
         await self._start()
@@ -53,20 +55,33 @@ class ApiGeneration:
                 await self._stream()
             except LinkDownError as exc:
                 await self._reconnect(str(exc))
+        return self.finish()
+
+    def finish(self, stop: StopReason | None = None) -> Finished:
+        """The Finished event (emitted, after a last StatsUpdated); ``stop`` overrides (CANCELLED)."""
+        if stop is not None:
+            self.transcript.stop = stop
+        self.emit(self.stats())
         finished = self._finished()
         self.emit(finished)
         return finished
 
+    def stats(self) -> StatsUpdated:
+        return self.progress.stats(None)
+
     async def _start(self) -> None:
-        prompt = self.transcript.prompt
+        history = self.transcript.history
         while True:
             try:
-                await self.session.start()
-                await self.session.prefill(prompt[:-1])
-                self.forwards = 1 if len(prompt) > 1 else 0  # the prefill's forward(s): counted as one, as for ar
+                await self.session.start(history)
                 return
             except LinkDownError:
                 continue  # start() reconnects, within the connect timeout
+            except VerifierRefusedError as exc:
+                if exc.code is not ErrorCode.SESSION_UNKNOWN:
+                    raise
+                await self.session.replay(history)
+                return
 
     async def _stream(self) -> None:
         t = self.transcript
@@ -86,34 +101,18 @@ class ApiGeneration:
         for token in part.tokens.tolist():
             if self.transcript.stop is not None:
                 return  # a stop string ended the output: the rest of this stream is dropped
-            self.forwards += 1
+            self.progress.forwards += 1
             self.transcript.confirm_round([], [], token)
 
     async def _reconnect(self, reason: str) -> None:
+        """Back within ``reconnect_s`` (the draftless client has nothing to write meanwhile), or
+        VerifierUnavailableError: a draftless reconnect has a deadline."""
         lost_at = time.perf_counter()
         self.emit(LinkLost(reason, "nothing (draftless)"))
-        resumed, replayed = await self.session.reconnect(self.transcript.history)
+        deadline = lost_at + self.reconnect_s
+        resumed, replayed = await self.session.reconnect(self.transcript.history, deadline=deadline)
         self.emit(LinkRestored(resumed, time.perf_counter() - lost_at, replayed))
 
     def _finished(self) -> Finished:
-        t, traffic = self.transcript, self.session.traffic
-        up, down, trips = self._traffic_at_start
-        stats = GenerationStats(
-            new_tokens=len(t.output),
-            accepted=0,
-            target=t.counts.target,
-            unverified=0,
-            offline_tokens=0,
-            kept_after_repair=0,
-            round_trips=traffic.round_trips - trips,
-            verify_rounds=self.forwards - (1 if len(t.prompt) > 1 else 0),
-            bytes_up=traffic.bytes_up - up,
-            bytes_down=traffic.bytes_down - down,
-            wall_s=time.perf_counter() - t.started,
-            ttft_s=None if t.first_token_at is None else t.first_token_at - t.started,
-            longest_pause_s=t.longest_pause_s,
-            mean_gamma=0.0,
-            drafted_ahead=0,
-            rtt_ms=None,
-        )
-        return Finished(tuple(t.output), t.stop, stats)
+        t = self.transcript
+        return Finished(tuple(t.output), t.stop, self.progress.totals(None), t.answer)

@@ -6,6 +6,8 @@ going for as long as the link is down, so the chain here is incremental:
 
     observe(committed, acts)   the verifier committed these tokens: the draft takes in their
                                vectors; the chain is dropped
+    truncate(length)           forget the committed tokens from ``length`` on (a chat's next turn
+                               keeps its common prefix with the last); the chain is dropped
     restart(root)              a new chain below ``root`` (the newest token the verifier has not run)
     grow(n)                    draft n more tokens after the chain's last
     adopt(root, tokens, q)     a new chain below ``root`` whose tokens are already known (drafted
@@ -39,6 +41,7 @@ class DraftChain:
         self.sampling = sampling
         self.generator = generator
         self.observed = 0  # committed tokens the draft has taken in
+        self.history: list[int] = []  # ... which ones
         self.root: int | None = None
         self.tokens: list[int] = []  # drafted below the root, in order
         self.q: list[torch.Tensor | None] = []  # (V,) proposal of each drafted token; None at T = 0 or unknown
@@ -55,6 +58,7 @@ class DraftChain:
         """Forget everything: a new generation starts."""
         self.model.reset()
         self.observed = 0
+        self.history = []
         self._drop()
 
     def observe(self, committed: list[int], acts: Activations) -> None:
@@ -63,7 +67,23 @@ class DraftChain:
         if committed:
             self.model.observe(committed, self.observed, acts)
             self.observed += len(committed)
+            self.history += committed
         self._drop()
+
+    def truncate(self, length: int) -> int:
+        """Keep the first ``length`` committed tokens; returns how many were kept (0 for a draft that
+        cannot cut back: it is reset and observes everything again)."""
+        self.model.end_round()
+        self._drop()
+        if length >= self.observed:
+            return self.observed
+        try:
+            self.model.truncate(length)
+        except (NotImplementedError, AttributeError):
+            self.reset()
+            return 0
+        self.observed, self.history = length, self.history[:length]
+        return length
 
     # -- the chain ---------------------------------------------------------------------------
     def restart(self, root: int) -> None:

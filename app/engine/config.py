@@ -30,6 +30,8 @@ class LinkConfig:
     # Generous: a long prompt's raw KV over 3g takes tens of seconds.
     reply_timeout_s: float = 60.0
     max_frame_bytes: int = 2**28  # largest frame accepted from the server (a long replay's vectors)
+    # LinkChanged(DEGRADED) while the smoothed round trip exceeds this (ONLINE again below 80 % of it).
+    degraded_rtt_ms: float = 300.0
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("ws://", "wss://")):
@@ -42,6 +44,7 @@ class LinkConfig:
             "backoff_initial_s",
             "connect_timeout_s",
             "reply_timeout_s",
+            "degraded_rtt_ms",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be > 0 seconds, got {getattr(self, name)}")
@@ -59,6 +62,10 @@ class EngineConfig:
     acceptance_prior: float = 0.6  # per-token acceptance assumed before any round was measured
     offline_model: Path | None = None  # a GGUF model that continues offline (None: the draft alone)
     offline_wait_s: float = 30.0  # after an offline generation is complete, wait this long for the verifier
+    # Unverified tokens written offline before writing pauses (OfflineBudgetReached) until the verifier is
+    # back: a long outage must not write pages that the repair then deletes.
+    offline_budget: int = 256
+    stats_interval_s: float = 0.5  # StatsUpdated during a generation, about twice a second
     device: str = "auto"  # where the draft runs (as on the server: cuda, then mps, then cpu)
     client_name: str = field(default="moa-chat/0.1.0")  # Hello.client, for the server's logs
 
@@ -74,3 +81,7 @@ class EngineConfig:
             )
         if self.offline_wait_s < 0:
             raise ConfigError(f"offline_wait_s must be >= 0, got {self.offline_wait_s}")
+        if self.offline_budget < 1:
+            raise ConfigError(f"offline_budget must be >= 1 token, got {self.offline_budget}")
+        if self.stats_interval_s <= 0:
+            raise ConfigError(f"stats_interval_s must be > 0 seconds, got {self.stats_interval_s}")

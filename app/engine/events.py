@@ -110,6 +110,8 @@ class GenerationStats:
     mean_gamma: float  # drafted tokens per verified chain
     drafted_ahead: int  # chains sent straight from the tokens drafted while the previous one was verified
     rtt_ms: float | None  # the last smoothed round trip, server time excluded
+    prefill_tokens: int = 0  # prompt tokens sent to the verifier (a chat's later turns: only the new ones)
+    bytes_down_to_first_token: int = 0  # bytes received before the first token was shown
 
     @property
     def tokens_per_s(self) -> float:

@@ -1,7 +1,9 @@
 """One generation over the network: prefill -> rounds (drafting ahead) -> offline spells -> repair.
 
-    start     reset the draft, open (or rewind) the session, Prefill every prompt token but the
-              newest, take the vectors into the draft
+    start     keep what the last generation left in the verifier and the draft (the longest
+              common prefix with this prompt: a chat's next turn), Prefill the rest of the
+              prompt but its newest token, take the vectors into the draft. A verifier that
+              cannot be reached starts the answer offline at once (if something can write).
     online    draft a chain of ``gamma`` tokens below the root, Verify it; while it is in flight
               keep drafting *ahead* from the draft's own tokens. On the reply, confirm the
               accepted tokens and the target's next token; if the whole chain was accepted and
@@ -10,7 +12,8 @@
               ``gamma`` follows the measured round trip (:mod:`app.engine.pacing`).
     offline   the link died (a socket error at once; a silent link within the keepalive): show the
               chain that was in flight and keep generating (:mod:`app.engine.offline`), while the
-              session reconnects with backoff (resume, or replay of the confirmed history)
+              session reconnects with backoff (resume, or replay of the confirmed history), up
+              to ``offline_budget`` unverified tokens (then OfflineBudgetReached, and a wait)
     repair    send the offline tokens as chains (Verify; the verifier rewinds on resume): keep
               them up to the first rejection, replace the rest by the target's token, go on
 
@@ -33,11 +36,19 @@ from app.engine.chain import DraftChain, stacked
 from app.engine.client_draft import ClientDraft
 from app.engine.config import EngineConfig
 from app.engine.errors import LinkDownError, VerifierRefusedError
-from app.engine.events import EngineEvent, Finished, GenerationStats, LinkLost, LinkRestored
+from app.engine.events import (
+    EngineEvent,
+    Finished,
+    LinkLost,
+    LinkRestored,
+    OfflineBudgetReached,
+    StatsUpdated,
+)
 from app.engine.link import Reply, Request
 from app.engine.offline import OfflineContinuation, Work
 from app.engine.pacing import Pacer
-from app.engine.session import VerifierSession
+from app.engine.progress import Progress
+from app.engine.session import VerifierSession, common_prefix
 from app.engine.transcript import Transcript
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.events import TokenSource
@@ -70,15 +81,17 @@ class Generation:
         self.session, self.chain, self.offline = session, chain, offline
         self.work, self.emit = work, emit
         self.pacer = Pacer(config.gamma_min, config.gamma_max, config.acceptance_prior)
-        traffic = session.traffic
-        self._traffic_at_start = (traffic.bytes_up, traffic.bytes_down, traffic.round_trips)
+        self.progress = Progress(self.transcript, session)
+        self._held = False  # the verifier holds this prompt's history
+        self._deferred: list[tuple[int, list[int], Prefilled]] = []  # replayed vectors, observed after a spell
 
     async def run(self) -> Finished:
         t = self.transcript
-        await self._start()
         while t.stop is None:
             try:
-                if t.offline:
+                if not self._held:
+                    await self._start()
+                elif t.offline:
                     await self._repair()
                 else:
                     t.offline_complete = False
@@ -86,25 +99,53 @@ class Generation:
             except LinkDownError as exc:
                 if not await self._offline_spell(str(exc)):
                     break  # the verifier did not come back: the output ends unverified
+        return self.finish()
+
+    def finish(self, stop: StopReason | None = None) -> Finished:
+        """The Finished event (emitted, after a last StatsUpdated); ``stop`` overrides (CANCELLED)."""
+        if stop is not None:
+            self.transcript.stop = stop
+        self.emit(self.stats())
         finished = self._finished()
         self.emit(finished)
         return finished
 
+    def stats(self) -> StatsUpdated:
+        return self.progress.stats(self.pacer.rtt_s)
+
     # -- start -----------------------------------------------------------------------------------
     async def _start(self) -> None:
-        prompt = self.transcript.prompt
-        while True:
+        """The verifier and the draft keep their common prefix with the prompt and take in the rest."""
+        history = self.transcript.history
+        await self.work(self.chain.truncate, common_prefix(self.chain.history, history))
+        if not self.session.up:
             try:
-                await self.session.start()
-                await self.work(self.chain.reset)  # a retried start observes the prompt again
-                await self.session.prefill(prompt[:-1], self._observe)
-                break
+                await self.session.connect()  # one attempt: an unreachable verifier starts the answer offline
             except LinkDownError:
-                continue  # start() reconnects, within the connect timeout
+                if self.chain.observed or self.offline.name != "draft":
+                    raise
+        try:
+            await self.session.start(history, self._observe, self.chain.observed)
+        except VerifierRefusedError as exc:
+            if exc.code is not ErrorCode.SESSION_UNKNOWN:
+                raise
+            await self.session.replay(history, self._observe)
+        self._held = True
         self.offline.follow(self.transcript.context)
 
-    async def _observe(self, tokens: list[int], reply: Prefilled) -> None:
-        await self.work(self.chain.observe, tokens, self._acts(reply))
+    async def _observe(self, start: int, tokens: list[int], reply: Prefilled) -> None:
+        """Prefilled vectors for ``tokens`` at ``start``..: the draft takes in those it has not seen."""
+        await self.work(self._observe_now, start, tokens, reply)
+
+    def _observe_now(self, start: int, tokens: list[int], reply: Prefilled) -> None:
+        skip = self.chain.observed - start
+        assert skip >= 0, "the draft lags the verifier: hold() keeps at most what the draft has"
+        if skip < len(tokens):
+            self.chain.observe(tokens[skip:], self._acts(reply).select(slice(skip, None)))
+
+    async def _defer(self, start: int, tokens: list[int], reply: Prefilled) -> None:
+        """During an offline spell the draft is busy writing: replayed vectors wait for its end."""
+        self._deferred.append((start, tokens, reply))
 
     # -- online rounds ---------------------------------------------------------------------------
     async def _online(self) -> None:
@@ -121,7 +162,7 @@ class Generation:
             reply = await self._verify(root, proposal, q, adopt)
             accepted = reply.accepted.numel()
             ahead, ahead_q = self._ahead(proposal, reply)
-            adoption = _adoption(self.chain, [root, *proposal[:accepted]], self._acts(reply))
+            adoption = _adoption(self.chain, [root, *proposal[:accepted]], functools.partial(self._acts, reply))
             t.confirm_round(proposal[:accepted], proposal[accepted:], reply.next_token)
             if t.stop is not None:
                 return
@@ -157,8 +198,7 @@ class Generation:
         assert isinstance(reply, Verified)
         accepted = reply.accepted.numel()
         self.pacer.record_round(len(proposal), accepted, time.perf_counter() - sent, _server_s(reply))
-        self.transcript.counts.verify_rounds += 1
-        self.transcript.counts.drafted += len(proposal)
+        self.progress.verified(len(proposal), accepted, time.perf_counter() - sent)
         return reply
 
     def _ahead(self, proposal: list[int], reply: Verified) -> tuple[list[int], list[torch.Tensor | None]]:
@@ -180,6 +220,7 @@ class Generation:
         started = time.perf_counter()
         await self.work(self.chain.grow, n)
         self.pacer.record_steps(n, time.perf_counter() - started)
+        self.progress.drafted(time.perf_counter() - started)
 
     def _gamma(self, peek: bool = False, drafted: int = 0) -> int | None:
         """The next chain's length, within the verifier's limits; None (and a stop) when the context is full."""
@@ -200,14 +241,18 @@ class Generation:
         t = self.transcript
         lost_at = time.perf_counter()
         self.emit(LinkLost(reason, self.offline.name))
-        reconnect = asyncio.create_task(self.session.reconnect(t.history))
+        reconnect = asyncio.create_task(self.session.reconnect(t.history, self._defer, self.chain.observed))
         try:
-            t.add_offline(await self.offline.begin(t.root, list(t.offline)))
+            t.add_offline(await self.offline.begin(t.context + t.offline))
             while not reconnect.done():
                 if t.offline_complete:
                     await asyncio.wait({reconnect}, timeout=self.config.offline_wait_s)
                     if not reconnect.done():
                         return False
+                    break
+                if len(t.offline) >= self.config.offline_budget:
+                    self.emit(OfflineBudgetReached(self.config.offline_budget))
+                    await asyncio.wait({reconnect})  # writing pauses until the verifier is back
                     break
                 token = await self.offline.next_token(t.context + t.offline, self._sampling)
                 if token is None:
@@ -218,8 +263,12 @@ class Generation:
         finally:
             if not reconnect.done():  # given up on, or this generation was cancelled
                 reconnect.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
+                with contextlib.suppress(asyncio.CancelledError, LinkDownError):
                     await reconnect
+        for deferred in self._deferred:
+            await self._observe(*deferred)
+        self._deferred.clear()
+        self._held = True
         self.emit(LinkRestored(resumed, time.perf_counter() - lost_at, replayed))
         return True
 
@@ -232,9 +281,8 @@ class Generation:
         reply = await self._ask(Verify.of(0, root, DraftTree.chain(piece), self._sampling))
         assert isinstance(reply, Verified)
         accepted, token = len(reply.acceptance.path), reply.next_token
-        await self.work(self.chain.observe, [root, *piece[:accepted]], self._acts(reply))
-        t.counts.verify_rounds += 1
-        t.counts.drafted += len(piece)
+        await self.work(self._take_round, [root, *piece[:accepted]], reply)
+        self.progress.verified(len(piece), accepted, 0.0)
         sources = [TokenSource.DRAFT_ACCEPTED] * accepted + [TokenSource.TARGET]
         if accepted == len(piece) < len(offline) and token == offline[accepted]:
             t.repair(accepted + 1, piece + [token], sources, kept=accepted + 1)  # the span goes on: next piece
@@ -251,47 +299,31 @@ class Generation:
             except VerifierRefusedError as exc:
                 if exc.code is not ErrorCode.SESSION_UNKNOWN:
                     raise
-                await self.session.replay(self.transcript.history)
+                await self.session.replay(self.transcript.history, self._observe)
 
     def _acts(self, reply: Reply) -> Activations:
         return from_wire(getattr(reply, "activations", {}), self.draft.dtype, self.draft.device)
+
+    def _take_round(self, committed: list[int], reply: Verified) -> None:
+        """On the worker: the draft takes in a verified round (its vectors decoded there, off the loop)."""
+        self.chain.observe(committed, self._acts(reply))
 
     @property
     def _sampling(self) -> SamplingConfig:
         return self.decode.sampling
 
     def _finished(self) -> Finished:
-        t, traffic = self.transcript, self.session.traffic
-        up, down, trips = self._traffic_at_start
-        now = time.perf_counter()
-        rtt = self.pacer.rtt_s
-        stats = GenerationStats(
-            new_tokens=len(t.output),
-            accepted=t.counts.accepted,
-            target=t.counts.target,
-            unverified=len(t.offline),
-            offline_tokens=t.counts.offline,
-            kept_after_repair=t.counts.kept,
-            round_trips=traffic.round_trips - trips,
-            verify_rounds=t.counts.verify_rounds,
-            bytes_up=traffic.bytes_up - up,
-            bytes_down=traffic.bytes_down - down,
-            wall_s=now - t.started,
-            ttft_s=None if t.first_token_at is None else t.first_token_at - t.started,
-            longest_pause_s=t.longest_pause_s,
-            mean_gamma=t.counts.drafted / max(t.counts.verify_rounds, 1),
-            drafted_ahead=t.counts.drafted_ahead,
-            rtt_ms=None if rtt is None else rtt * 1e3,
-        )
-        return Finished(tuple(t.output), t.stop, stats)
+        t = self.transcript
+        stats = self.progress.totals(self.pacer.rtt_s)
+        return Finished(tuple(t.output), t.stop, stats, t.answer)
 
 
-def _adoption(chain: DraftChain, committed: list[int], acts: Activations) -> Callable[..., None]:
+def _adoption(chain: DraftChain, committed: list[int], acts: Callable[[], Activations]) -> Callable[..., None]:
     """``adopt(root, ahead, ahead_q)``: the draft takes in a round's vectors, then continues below
-    ``root`` from the tokens it drafted ahead (none: a fresh chain)."""
+    ``root`` from the tokens it drafted ahead (none: a fresh chain). Runs on the worker."""
 
     def adopt(root: int, ahead: list[int], ahead_q: list[torch.Tensor | None]) -> None:
-        chain.observe(committed, acts)
+        chain.observe(committed, acts())
         chain.adopt(root, ahead, ahead_q)
 
     return adopt

@@ -3,13 +3,17 @@
     open      TCP + WebSocket upgrade (bearer token), Hello -> Welcome, or a fatal Error refusal
     ask       send a request, await its reply (a Generate's streamed parts go to ``on_part`` first)
     receiver  one task reads every frame, feeds the protocol, resolves the matching request
+    cancel    ask the server to stop the requests in flight (the protocol's Cancel); their replies
+              still come and are dropped
 
 A dead link is noticed at once when the socket fails (a reset, a refused connect), and within
 ``ping_interval_s + ping_timeout_s`` when it goes silent (keepalive). Either way every request in
 flight fails with :class:`LinkDownError` and :attr:`Link.lost` is set (as after ``reply_timeout_s``
 without a reply: a reply lost on the way must not stall a generation); a Link is never reused
-after that (:mod:`app.engine.session` opens a new one). Nothing here runs a model, so the
-event loop that owns the socket always answers pings on time.
+after that (:mod:`app.engine.session` opens a new one). Nothing here runs a model, and frames
+are encoded and decoded on a codec thread (a long replay's vectors take milliseconds), so the
+event loop that owns the socket always answers pings on time. An abandoned request (its asker
+cancelled) leaves no future behind: its late reply, or the link's loss, is dropped quietly.
 """
 
 from __future__ import annotations
@@ -18,13 +22,16 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
 from app.engine.config import LinkConfig
 from app.engine.errors import LinkDownError, VerifierRefusedError
+from drafts import protocol as wire
 from drafts.errors import ErrorCode
 from drafts.protocol import (
     Answered,
@@ -77,6 +84,7 @@ class Link:
         self._welcomed: asyncio.Future[Welcome] = asyncio.get_running_loop().create_future()
         self._pending: dict[int, asyncio.Future[Reply]] = {}
         self._on_part: dict[int, OnPart] = {}  # request_id -> where a Generate's streamed parts go
+        self._codec = ThreadPoolExecutor(1, thread_name_prefix="moa-codec")  # the protocol's only thread
         self._receiver = asyncio.get_running_loop().create_task(self._receive())
 
     @classmethod
@@ -112,7 +120,7 @@ class Link:
         return link
 
     async def _hello(self, hello: Hello) -> None:
-        await self._send(self.protocol.send(hello))
+        await self._send(await self._encode(hello))
         try:
             self.welcome = await asyncio.wait_for(asyncio.shield(self._welcomed), self.config.open_timeout_s)
         except TimeoutError as exc:
@@ -136,13 +144,30 @@ class Link:
                 show(part)
 
             self._on_part[request.request_id] = part_heard
-        frame = self.protocol.send(request)
-        self.traffic.bytes_up += len(frame)
         try:
+            frame = await self._encode(request)
+            self.traffic.bytes_up += len(frame)
             await self._send(frame)
             return await self._reply(future, heard)
         finally:
             self._on_part.pop(request.request_id, None)
+            if not future.done():  # abandoned: nobody will read what it gets
+                self._pending.pop(request.request_id, None)
+                future.cancel()
+
+    async def cancel(self) -> None:
+        """Ask the server to stop every request in flight (a no-op with a server older than Cancel)."""
+        cancel = getattr(wire, "Cancel", None)
+        if cancel is None or self.lost.is_set() or self.protocol.state is not SessionState.OPEN:
+            return
+        for request_id in list(self._pending):
+            frame = await self._encode(cancel(request_id))
+            self.traffic.bytes_up += len(frame)
+            await self._send(frame)
+
+    async def _encode(self, message: Any) -> bytes:
+        frame: bytes = await asyncio.get_running_loop().run_in_executor(self._codec, self.protocol.send, message)
+        return frame
 
     async def _reply(self, future: asyncio.Future[Reply], heard: list[float]) -> Reply:
         """``future``'s reply; a silence of ``reply_timeout_s`` (no reply, no part) marks the link lost."""
@@ -164,7 +189,7 @@ class Link:
         """End the session politely (Bye) and close the connection."""
         if not self.lost.is_set() and self.protocol.state is SessionState.OPEN:
             with contextlib.suppress(ConnectionClosed, OSError):
-                await self.ws.send(self.protocol.send(Bye()))
+                await self.ws.send(await self._encode(Bye()))
         await self.abort()
 
     async def abort(self) -> None:
@@ -174,6 +199,7 @@ class Link:
         self._receiver.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._receiver
+        self._codec.shutdown(wait=False, cancel_futures=True)
         if was_lost:  # a dead link answers no closing handshake: do not wait for one
             self.ws.transport.abort()
             return
@@ -192,7 +218,8 @@ class Link:
             while True:
                 frame = await self.ws.recv(decode=False)
                 self.traffic.bytes_down += len(frame)
-                for event in self.protocol.receive(frame):
+                loop = asyncio.get_running_loop()
+                for event in await loop.run_in_executor(self._codec, self.protocol.receive, frame):
                     await self._dispatch(event)
                 if self.protocol.state is SessionState.CLOSED:
                     self._mark_lost("the session was closed by a fatal error")

@@ -38,9 +38,9 @@ class OfflineContinuation(Protocol):
     def follow(self, context: list[int]) -> None:
         """The confirmed context grew (online): prepare for a cut. Returns at once."""
 
-    async def begin(self, root: int, shown: list[int]) -> list[int]:
-        """An offline spell starts after ``root`` with the offline tokens ``shown`` so far; returns
-        tokens it already holds beyond them, to show at once."""
+    async def begin(self, context: list[int]) -> list[int]:
+        """An offline spell starts after ``context`` (prompt, confirmed and offline tokens so far);
+        returns tokens it already holds beyond it, to show at once."""
         ...
 
     async def next_token(self, context: list[int], sampling: SamplingConfig) -> int | None:
@@ -62,11 +62,19 @@ class DraftContinuation:
     def follow(self, context: list[int]) -> None:
         pass  # the draft follows the context anyway: it observes every verified token
 
-    async def begin(self, root: int, shown: list[int]) -> list[int]:
-        """The chain drafted before the cut (the one in flight and the tokens drafted ahead) goes on."""
+    async def begin(self, context: list[int]) -> list[int]:
+        """The chain drafted before the cut (the one in flight and the tokens drafted ahead) goes on.
+
+        The chain hangs below the first token the draft has not observed (the root); everything
+        after it in ``context`` becomes the chain's start if it is not already: a spell that cut a
+        repair short, or an answer begun offline after a new message the verifier never saw.
+        """
         chain = self.chain
+        if chain.observed == 0 or chain.observed >= len(context):
+            return []
+        root, shown = context[chain.observed], context[chain.observed + 1 :]
         if chain.root != root or chain.tokens[: len(shown)] != shown:
-            await self.work(chain.adopt, root, list(shown), [])  # a spell that interrupted a repair
+            await self.work(chain.adopt, root, list(shown), [])
         return chain.tokens[len(shown) :]
 
     async def next_token(self, context: list[int], sampling: SamplingConfig) -> int | None:
@@ -113,7 +121,7 @@ class GGUFContinuation:
             self._following.cancel()  # not started yet: the newer context covers it
         self._following = self._thread.submit(self._evaluate, list(context))
 
-    async def begin(self, root: int, shown: list[int]) -> list[int]:
+    async def begin(self, context: list[int]) -> list[int]:
         return []
 
     async def next_token(self, context: list[int], sampling: SamplingConfig) -> int | None:

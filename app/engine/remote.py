@@ -2,15 +2,19 @@
 
     async with RemoteEngine(config, ClientDraft.load(checkpoint)) as engine:
         async for event in engine.stream(prompt, DecodeConfig(max_new_tokens=128)):
-            ...   # TokenGenerated, DraftRejected, LinkLost, Repaired, ..., Finished
+            ...   # TokenGenerated, DraftRejected, LinkLost, Repaired, StatsUpdated, ..., Finished
+        await engine.cancel()   # from another task: the stream ends with Finished(stop=CANCELLED)
 
 Two threads do the work: the event loop that owns the socket (it only moves bytes and decides),
 and one worker thread that runs the draft (and, offline, a local GGUF model has its own), so the
 keepalive pings are answered while the models compute. For synchronous callers,
 :class:`app.engine.sync.EngineThread` runs this on a loop of its own. One generation at a time;
-the connection (and the server's session) lasts from ``open`` to ``close``. Given a
+the connection (and the server's session) lasts from ``open`` to ``close``, and each generation
+keeps what the last one left in the verifier and the draft (the longest common prefix of the
+prompts: a chat's next turn sends only its new tokens). Given a
 :class:`~app.engine.draftless.Draftless` client instead of a draft, the server decodes alone and
-streams (:mod:`app.engine.api_generation`).
+streams (:mod:`app.engine.api_generation`). A chat UI drives
+:class:`app.engine.remote_chat.RemoteChatEngine`, built on this.
 """
 
 from __future__ import annotations
@@ -29,11 +33,13 @@ from app.engine.chain import DraftChain
 from app.engine.client_draft import ClientDraft
 from app.engine.config import EngineConfig
 from app.engine.draftless import Draftless
+from app.engine.errors import LinkDownError
 from app.engine.events import EngineEvent, Finished
 from app.engine.generation import Generation
 from app.engine.offline import DraftContinuation, GGUFContinuation, OfflineContinuation
 from app.engine.session import VerifierSession
 from drafts.decoding.config import DecodeConfig
+from drafts.decoding.stopping import StopReason
 
 T = TypeVar("T")
 _DONE = object()  # end of a stream's queue
@@ -48,24 +54,49 @@ class RemoteEngine:
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="moa-draft")
         self._session: VerifierSession | None = None
         self._gguf: GGUFContinuation | None = None
-        self._emit: Callable[[EngineEvent], None] = _ignore  # the running stream's, while one runs
+        self._chain: DraftChain | None = None  # the draft's state, kept from one generation to the next
+        self._put: Callable[[Any], None] = _ignore  # the running stream's queue, while one runs
+        self._listeners: list[Callable[[EngineEvent], None]] = []
         self._busy = asyncio.Lock()
+        self._running: Generation | ApiGeneration | None = None
+        self._producer: asyncio.Task[None] | None = None
+        self._cancelling = False
 
     @classmethod
     def from_checkpoint(cls, config: EngineConfig, checkpoint: Path, target: str | None = None) -> RemoteEngine:
         """The draft at ``checkpoint`` (for ``target``, default the bundled SmolLM2) on ``config.device``."""
         return cls(config, ClientDraft.load(checkpoint, target, config.device))
 
+    @property
+    def session(self) -> VerifierSession:
+        assert self._session is not None, "open() the engine (or use it as an async context manager) first"
+        return self._session
+
+    def listen(self, callback: Callable[[EngineEvent], None]) -> None:
+        """``callback`` gets every event, during a generation or not (Reconnecting while idle)."""
+        self._listeners.append(callback)
+
+    def publish(self, event: EngineEvent) -> None:
+        """Hand ``event`` to the running stream (if any) and to every listener."""
+        self._put(event)
+        for listener in list(self._listeners):
+            listener(event)
+
     async def open(self) -> RemoteEngine:
-        """Load the offline model (if any). The verifier is connected to by the first generation."""
+        """Load the offline model (if any). The verifier is connected to by the first generation.
+
+        Opening an open engine does nothing (no second session, no leaked connection)."""
+        if self._session is not None:
+            return self
         if self.config.offline_model is not None and self._gguf is None and isinstance(self.draft, ClientDraft):
             vocab = self.draft.drafter.model.parts.vocab_size
             self._gguf = await self.work(GGUFContinuation, self.config.offline_model, vocab)
-        self._session = VerifierSession(self.config, self.draft, lambda event: self._emit(event))
+        self._session = VerifierSession(self.config, self.draft, self.publish)
         return self
 
     async def close(self) -> None:
-        """End the session with the verifier and stop the worker threads."""
+        """Cancel a running generation, end the session with the verifier, stop the worker threads."""
+        await self.cancel()
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -73,6 +104,21 @@ class RemoteEngine:
             await self.work(self._gguf.close)
             self._gguf = None
         self._worker.shutdown(wait=False, cancel_futures=True)
+
+    async def cancel(self) -> None:
+        """Stop the running generation: the server is asked to stop its requests (Cancel), and the
+        stream ends at once with Finished(stop=CANCELLED), the output so far kept."""
+        producer = self._producer
+        if producer is None or producer.done():
+            return
+        self._cancelling = True
+        session = self._session
+        if session is not None and session.link is not None:
+            with contextlib.suppress(LinkDownError, OSError, RuntimeError):
+                await session.link.cancel()
+        producer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(producer)
 
     async def __aenter__(self) -> RemoteEngine:
         return await self.open()
@@ -97,7 +143,8 @@ class RemoteEngine:
                     raise item
                 yield item
         finally:
-            task.cancel()
+            if not task.done():
+                task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
@@ -115,27 +162,52 @@ class RemoteEngine:
         return await asyncio.get_running_loop().run_in_executor(self._worker, functools.partial(fn, *args))
 
     async def _produce(self, prompt: list[int], decode: DecodeConfig, put: Callable[[Any], None]) -> None:
-        try:
-            async with self._busy:
-                session = self._session
-                assert session is not None, "open() the engine (or use it as an async context manager) first"
-                self._emit = put
-                if isinstance(self.draft, Draftless):
-                    await ApiGeneration(prompt, decode, self.draft, session, put).run()
-                    return
-                chain = DraftChain(self.draft.drafter.model, decode.sampling, decode.sampling.generator())
-                offline: OfflineContinuation = self._gguf or DraftContinuation(chain, self.work)
-                generation = Generation(
-                    prompt, decode, self.config, self.draft, session, chain, offline, self.work, put
-                )
-                await generation.run()
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:  # to the consumer, who re-raises it
-            put(exc)
-        finally:
-            self._emit = _ignore
-            put(_DONE)
+        async with self._busy:
+            self._producer = asyncio.current_task()
+            self._put, self._cancelling = put, False
+            try:
+                self._running = await self._generation(prompt, decode)
+                ticker = asyncio.create_task(self._tick(self._running))
+                try:
+                    await self._running.run()
+                finally:
+                    ticker.cancel()
+            except asyncio.CancelledError:
+                if not self._cancelling or self._running is None:
+                    raise
+                self._running.finish(StopReason.CANCELLED)  # a cancel() ends the stream cleanly
+            except BaseException as exc:  # to the consumer, who re-raises it
+                put(exc)
+            finally:
+                self._put, self._running, self._producer = _ignore, None, None
+                put(_DONE)
+
+    async def _generation(self, prompt: list[int], decode: DecodeConfig) -> Generation | ApiGeneration:
+        session = self.session
+        if isinstance(self.draft, Draftless):
+            return ApiGeneration(prompt, decode, self.draft, session, self.publish)
+        chain = await self.work(self._next_chain, decode)
+        offline: OfflineContinuation = self._gguf or DraftContinuation(chain, self.work)
+        return Generation(prompt, decode, self.config, self.draft, session, chain, offline, self.work, self.publish)
+
+    def _next_chain(self, decode: DecodeConfig) -> DraftChain:
+        """On the worker: a chain for this generation's sampling (its own seeded generator) over the
+        draft's caches as the last generation left them (the next turn cuts them back to the prompt's
+        common prefix)."""
+        assert isinstance(self.draft, ClientDraft)
+        chain = DraftChain(self.draft.drafter.model, decode.sampling, decode.sampling.generator())
+        if self._chain is not None:
+            chain.observed, chain.history = self._chain.observed, list(self._chain.history)
+        else:
+            chain.reset()
+        self._chain = chain
+        return chain
+
+    async def _tick(self, generation: Generation | ApiGeneration) -> None:
+        """StatsUpdated every ``stats_interval_s`` while the generation runs."""
+        while True:
+            await asyncio.sleep(self.config.stats_interval_s)
+            self.publish(generation.stats())
 
 
 def _ignore(event: EngineEvent) -> None:

@@ -1,9 +1,13 @@
 """The session with the verifier, across connections: open, resume or replay, and count the traffic.
 
-    start()            a fresh, empty session (a new one, or the open one rewound to 0)
+    held               the tokens the server's session holds, as far as this client knows
+    hold(history)      make the session hold exactly ``history`` (a conversation's next prompt): keep
+                       the longest common prefix with ``held`` (Rewind to it), Prefill the rest.
+                       Each turn of a chat thus sends only its new tokens.
+    start(history)     the same at the start of a generation, connecting first (within connect_timeout_s)
     reconnect(history) after a drop, with backoff: resume the session (the server keeps it for its
-                       grace period, cut back to the ``history`` this client holds), or open a new
-                       one and replay ``history`` (a Prefill whose vectors the draft already has)
+                       grace period, cut back to the ``held`` prefix this client knows), or open a
+                       new one; then ``hold(history)`` (a replay, whose vectors the draft mostly has)
     ask(request)       on the current connection; LinkDownError when there is none
     prefill(tokens)    append tokens in chunks whose replies stay under PREFILL_FRAME_BYTES: a big
                        frame holds up the keepalive's pong behind it (on 3g, 200 KB of vectors take
@@ -21,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 import torch
 
@@ -32,11 +36,22 @@ from app.engine.errors import LinkDownError, VerifierRefusedError, VerifierUnava
 from app.engine.events import EngineEvent, Reconnecting
 from app.engine.link import Link, OnPart, Reply, Request, Traffic
 from drafts.errors import ErrorCode
-from drafts.protocol import PROTOCOL_VERSION, Capabilities, Hello, Prefill, Prefilled, Rewind
+from drafts.protocol import (
+    PROTOCOL_VERSION,
+    Capabilities,
+    Generate,
+    Generated,
+    Hello,
+    Prefill,
+    Prefilled,
+    Rewind,
+    Verified,
+    Verify,
+)
 
 PREFILL_FRAME_BYTES = 48_000  # the largest Prefilled reply asked for: ~0.4 s at 1 Mbit/s (3g)
 FIRST_PREFILL_CHUNK = 16  # tokens in the first chunk, before the reply's bytes per token are known
-TakePrefilled = Callable[[list[int], Prefilled], Awaitable[None]]
+TakePrefilled = Callable[[int, list[int], Prefilled], Awaitable[None]]  # (position of the first, tokens, reply)
 
 
 class VerifierSession:
@@ -53,7 +68,10 @@ class VerifierSession:
         self.session_id: str | None = None
         self.compressed = draft.wants_memory  # ask for server-compressed MoA memory until refused
         self.committed = 0  # tokens the verifier holds for this session, as last confirmed
+        self.held: list[int] = []  # ... and which (exact unless ``unsure``)
+        self.unsure = False  # a request was abandoned (cancelled) before its reply: ``held`` may be stale
         self.prefill_chunk = FIRST_PREFILL_CHUNK  # tokens per Prefill, from the last reply's bytes per token
+        self.prefill_sent = 0  # prompt tokens sent by Prefill since this session object was made (for the bench)
 
     @property
     def capabilities(self) -> Capabilities:
@@ -71,39 +89,97 @@ class VerifierSession:
         if link is None or link.lost.is_set():
             raise LinkDownError(link.lost_reason if link is not None else "not connected")
         request = dataclasses.replace(request, request_id=link.new_request_id())
-        reply = await link.ask(request, on_part)
-        self.committed = reply.committed
+        generated: list[int] = []  # a Generate's tokens, streamed parts and reply
+
+        def collect(part: Generated) -> None:
+            generated.extend(part.tokens.tolist())
+            if on_part is not None:
+                on_part(part)
+
+        try:
+            reply = await link.ask(request, collect if isinstance(request, Generate) else on_part)
+        except asyncio.CancelledError:
+            self.unsure = True  # its reply may still move the session: the next hold() rewinds explicitly
+            raise
+        if isinstance(reply, Generated):
+            generated.extend(reply.tokens.tolist())
+        self._track(request, reply, generated)
         return reply
+
+    def _track(self, request: Request, reply: Reply, generated: list[int]) -> None:
+        """Follow what the session holds: the tokens each request committed, cut to ``reply.committed``."""
+        added: list[int] = []
+        if isinstance(request, Prefill):
+            added = request.tokens.tolist()
+        elif isinstance(request, Verify) and isinstance(reply, Verified):
+            nodes = request.tokens.tolist()
+            added = [request.root_token, *(nodes[i - 1] for i in reply.accepted.tolist())]
+        elif isinstance(request, Generate) and isinstance(reply, Generated):
+            added = [request.root_token, *generated]
+        held = (self.held + added)[: reply.committed]
+        if isinstance(request, Rewind):
+            held = self.held[: reply.committed]
+        if len(held) < reply.committed:  # the session moved in a way this client cannot follow
+            held, self.unsure = held + [-1] * (reply.committed - len(held)), True
+        self.held, self.committed = held, reply.committed
 
     async def prefill(self, tokens: list[int], take: TakePrefilled | None = None) -> None:
         """Append ``tokens`` (chunked, see the module docstring); each chunk and its reply go to ``take``."""
         done = 0
         while done < len(tokens):
             piece = tokens[done : done + self.prefill_chunk]
-            before = self.traffic.bytes_down
+            before, start = self.traffic.bytes_down, len(self.held)
             reply = await self.ask(Prefill(0, torch.tensor(piece, dtype=torch.int64)))
             assert isinstance(reply, Prefilled)
+            self.prefill_sent += len(piece)
             per_token = max(1.0, (self.traffic.bytes_down - before) / len(piece))
             self.prefill_chunk = max(1, int(PREFILL_FRAME_BYTES // per_token))
             if take is not None:
-                await take(piece, reply)
+                await take(start, piece, reply)
             done += len(piece)
 
-    async def start(self) -> None:
-        """An empty session for a new generation, connecting first if need be (within connect_timeout_s)."""
-        if self.up:
-            await self.ask(Rewind(0, 0))  # always: a cancelled generation's late replies may have moved it
-            return
-        await self.reconnect([], deadline=time.perf_counter() + self.config.link.connect_timeout_s)
+    async def hold(
+        self, history: Sequence[int], take: TakePrefilled | None = None, keep_at_most: int | None = None
+    ) -> int:
+        """Make the session hold exactly ``history``; returns the tokens kept (the common prefix).
 
-    async def replay(self, history: list[int]) -> None:
+        At most ``keep_at_most`` tokens are kept (what the draft still has: the Prefilled vectors of
+        the rest go to ``take``, so the draft observes them again).
+        """
+        keep = common_prefix(self.held, history)
+        if keep_at_most is not None:
+            keep = min(keep, keep_at_most)
+        if self.unsure or len(self.held) != keep:
+            await self.ask(Rewind(0, keep))
+            self.unsure = False
+        await self.prefill(list(history[keep:]), take)
+        return keep
+
+    async def start(
+        self, history: Sequence[int], take: TakePrefilled | None = None, keep_at_most: int | None = None
+    ) -> None:
+        """A generation starts after ``history``: connect if need be (within connect_timeout_s), then hold it."""
+        if not self.up:
+            deadline = time.perf_counter() + self.config.link.connect_timeout_s
+            await self.reconnect(list(history), take, keep_at_most, deadline)
+        else:
+            await self.hold(history, take, keep_at_most)
+
+    async def replay(self, history: Sequence[int], take: TakePrefilled | None = None) -> None:
         """The server lost the session's state (evicted): rebuild it from ``history``."""
         await self.ask(Rewind(0, 0))  # revives an evicted session, empty
-        await self.prefill(history)
+        self.held, self.unsure = [], False
+        await self.prefill(list(history), take)
 
     # -- (re)connecting --------------------------------------------------------------------------
-    async def reconnect(self, history: list[int], deadline: float | None = None) -> tuple[bool, int]:
-        """Connect with backoff until the session holds ``history``: (resumed, tokens replayed).
+    async def reconnect(
+        self,
+        history: list[int],
+        take: TakePrefilled | None = None,
+        keep_at_most: int | None = None,
+        deadline: float | None = None,
+    ) -> tuple[bool, int]:
+        """Connect with backoff until the session holds ``history``: (resumed, tokens prefilled again).
 
         Raises VerifierUnavailableError past ``deadline`` (perf_counter), VerifierRefusedError when
         the server refuses the session (another target, a bad token: retrying cannot help).
@@ -116,7 +192,7 @@ class VerifierSession:
                 self.emit(Reconnecting(attempt, delay))
             await asyncio.sleep(delay)
             try:
-                return await self._attempt(history)
+                return await self._attempt(history, take, keep_at_most)
             except LinkDownError as exc:
                 if deadline is not None and time.perf_counter() + delay > deadline:
                     raise VerifierUnavailableError(
@@ -124,9 +200,16 @@ class VerifierSession:
                     ) from exc
             delay = min(max(2 * delay, link.backoff_initial_s), link.backoff_max_s)
 
-    async def _attempt(self, history: list[int]) -> tuple[bool, int]:
+    async def connect(self) -> None:
+        """One attempt at a connection (the session resumed as held, or a new one); LinkDownError if none."""
+        await self._attempt(list(self.held) if not self.unsure else [], None, None)
+
+    async def _attempt(
+        self, history: list[int], take: TakePrefilled | None, keep_at_most: int | None
+    ) -> tuple[bool, int]:
         await self.drop()
         resume = self.session_id is not None
+        kept = common_prefix(self.held, history) if resume and not self.unsure else 0
         hello = Hello(
             PROTOCOL_VERSION,
             self.config.client_name,
@@ -134,24 +217,24 @@ class VerifierSession:
             self.draft.draft_id,
             self.draft.needs(self.compressed),
             resume_session=self.session_id,
-            resume_length=len(history) if resume else None,
+            resume_length=kept if resume else None,
         )
         try:
             self.link = await Link.open(self.config.link, hello, self.traffic)
         except VerifierRefusedError as exc:
             if exc.code is ErrorCode.DRAFT_UNSUPPORTED and self.compressed:
                 self.compressed, self.session_id = False, None  # other needs: a new session, the raw KV
-                return await self._attempt(history)
+                return await self._attempt(history, take, keep_at_most)
             raise
         welcome = self.link.welcome
         assert welcome is not None
+        resumed = welcome.resumed and welcome.committed == kept
         self.session_id, self.committed = welcome.session_id, welcome.committed
-        if welcome.resumed and welcome.committed == len(history):
-            return True, 0
-        if welcome.committed:
-            await self.ask(Rewind(0, 0))
-        await self.prefill(history)
-        return False, len(history)
+        self.held = list(self.held[:kept]) if resumed else [-1] * welcome.committed
+        self.unsure = not resumed and welcome.committed > 0
+        before = self.prefill_sent
+        await self.hold(history, take, keep_at_most)
+        return resumed, self.prefill_sent - before
 
     async def drop(self) -> None:
         """Let go of the current connection, if any (the session stays resumable)."""
@@ -165,3 +248,13 @@ class VerifierSession:
             link, self.link = self.link, None
             await link.close()
         self.session_id = None
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n

@@ -99,4 +99,3 @@ class Detokenizer:
             return False
         tail = self.text[max(0, start - longest + 1) : start + len(piece)]
         return any(s in tail for s in self.stop_strings)
-

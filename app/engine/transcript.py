@@ -3,8 +3,11 @@
     prompt | confirmed (verified: accepted drafts and the target's own) | offline (unverified)
 
 Every change to it goes through a verb here that emits the matching event
-(:mod:`app.engine.events`) and applies the stop rules (:class:`~drafts.decoding.stopping.StopCondition`):
-a round's tokens are confirmed, offline tokens appended, an offline span repaired. The verifier
+(:mod:`app.engine.events`) and applies the stop rules (:class:`~drafts.decoding.stopping.StopCondition`'s,
+checked token by token): a round's tokens are confirmed, offline tokens appended, an offline span
+repaired. The output's text is kept by an incremental :class:`~app.engine.text.Detokenizer`, so
+each event carries its tokens' text and character offsets, and a stop string is found without
+decoding the whole output again. The verifier
 holds every context token but the newest (the *root*, the next chain's parent).
 """
 
@@ -15,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from app.engine.events import DraftRejected, EngineEvent, Repaired, TokenGenerated
+from app.engine.text import Detokenizer, Piece
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.events import TokenSource
 from drafts.decoding.stopping import StopCondition, StopReason
@@ -30,6 +34,18 @@ class Counts:
     verify_rounds: int = 0
     drafted: int = 0  # tokens in the chains sent for verification
     drafted_ahead: int = 0  # chains sent as drafted ahead, during the previous verification
+    accepted_by_depth: list[int] = field(default_factory=list)  # verified chains whose depth-d token was accepted
+    tried_by_depth: list[int] = field(default_factory=list)  # ... that reached depth d (the ones before accepted)
+
+    def record_chain(self, proposed: int, accepted: int) -> None:
+        """A verified chain: acceptance by depth counts a token as tried if every one before it was accepted."""
+        tried = min(proposed, accepted + 1)
+        while len(self.tried_by_depth) < tried:
+            self.tried_by_depth.append(0)
+            self.accepted_by_depth.append(0)
+        for depth in range(tried):
+            self.tried_by_depth[depth] += 1
+            self.accepted_by_depth[depth] += depth < accepted
 
 
 @dataclass
@@ -47,6 +63,11 @@ class Transcript:
     first_token_at: float | None = None
     last_token_at: float | None = None
     longest_pause_s: float = 0.0
+    on_first_token: Callable[[], None] | None = None  # called once, as the first token is shown
+    text: Detokenizer = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.text = Detokenizer(self.decode, self.stop_condition.stop_strings)
 
     @classmethod
     def begin(
@@ -81,66 +102,91 @@ class Transcript:
     def output(self) -> list[int]:
         return self.confirmed + self.offline
 
+    @property
+    def answer(self) -> str:
+        """The output's text (confirmed and offline)."""
+        return self.text.text
+
     # -- verbs -----------------------------------------------------------------------------------
     def confirm_round(self, accepted: list[int], rejected: list[int], next_token: int) -> None:
         """A verified chain: ``accepted`` drafts, then the target's ``next_token``; ``rejected`` struck out."""
         assert not self.offline, "repair the offline tokens before confirming new rounds"
-        tokens, sources = self._stopped(accepted + [next_token])
-        for token, source in zip(tokens, sources, strict=True):
+        sources = [TokenSource.DRAFT_ACCEPTED] * len(accepted) + [TokenSource.TARGET]
+        tokens, pieces = self._admit(accepted + [next_token])
+        for token, piece, source in zip(tokens, pieces, sources, strict=False):
             if source is TokenSource.TARGET and rejected:
                 self.emit(DraftRejected(len(self.confirmed), tuple(rejected)))
-            self._append(token, source)
+            self._shown()
+            self.emit(TokenGenerated(len(self.confirmed), token, source, piece.text, piece.char_start))
+            self.confirmed.append(token)
+            self._count([source])
 
     def add_offline(self, tokens: list[int]) -> None:
         """Unverified tokens; the last ones are dropped if they reach a stop (then offline_complete)."""
-        before = len(self.output)
-        verdict = self.stop_condition.check(self.output + tokens, self.decode, new_from=before)
-        if verdict is not None:
-            tokens = tokens[: max(verdict[0] - before, 0)]
-            self.offline_complete = True
-        for token in tokens:
+        stop = self.stop
+        tokens, pieces = self._admit(tokens)
+        if self.stop is not None:
+            self.stop, self.offline_complete = stop, True  # a stop offline ends nothing until verified
+        for token, piece in zip(tokens, pieces, strict=True):
+            self._shown()
+            self.emit(TokenGenerated(len(self.output), token, TokenSource.OFFLINE, piece.text, piece.char_start))
             self.offline.append(token)
             self.counts.offline += 1
-            self._shown()
-            self.emit(TokenGenerated(before, token, TokenSource.OFFLINE))
-            before += 1
 
     def repair(self, replaced: int, tokens: list[int], sources: list[TokenSource], kept: int) -> None:
         """The first ``replaced`` offline tokens are verified and replaced by ``tokens`` (all confirmed)."""
-        start = len(self.confirmed)
-        tokens, sources = self._stopped(tokens, sources)
+        start, complete = len(self.confirmed), self.offline_complete
+        char_start, char_end = self.text.char_of(start), self.text.char_of(start + replaced)
+        text_end = len(self.text.text)
+        rest = self.offline[replaced:]
+        self.text.cut(start)
+        tokens, pieces = self._admit(tokens)
+        sources = sources[: len(tokens)]
         if self.stop is not None:
-            replaced = len(self.offline)  # nothing after the stop stays
+            replaced, rest, char_end = len(self.offline), [], text_end  # nothing after the stop stays
         kept = min(kept, len(tokens))
-        del self.offline[:replaced]
+        self.offline = []
         self.confirmed += tokens
         self.counts.kept += kept
         self._count(sources)
-        if not self.offline:
-            self.offline_complete = False
         self._shown()
-        self.emit(Repaired(start, start + replaced, tuple(tokens), tuple(sources), kept))
+        texts = tuple(p.text for p in pieces)
+        self.emit(Repaired(start, start + replaced, tuple(tokens), tuple(sources), kept, texts, char_start, char_end))
+        self.offline_complete = False
+        if rest:
+            self._restore_offline(rest)
+            self.offline_complete = self.offline_complete or complete
 
     # -- internals -------------------------------------------------------------------------------
-    def _stopped(
-        self, tokens: list[int], sources: list[TokenSource] | None = None
-    ) -> tuple[list[int], list[TokenSource]]:
-        """``tokens`` to confirm next (and their sources), cut at a stop (which ends the generation)."""
-        if sources is None:
-            sources = [TokenSource.DRAFT_ACCEPTED] * (len(tokens) - 1) + [TokenSource.TARGET]
-        start = len(self.confirmed)
-        verdict = self.stop_condition.check(self.confirmed + tokens, self.decode, new_from=start)
-        if verdict is None:
-            return tokens, sources
-        self.stop = verdict[1]
-        keep = max(verdict[0] - start, 0)
-        return tokens[:keep], sources[:keep]
+    def _admit(self, tokens: list[int]) -> tuple[list[int], list[Piece]]:
+        """Append ``tokens`` to the output's text, one at a time, up to a stop (which sets ``stop``).
 
-    def _append(self, token: int, source: TokenSource) -> None:
-        self._shown()
-        self.emit(TokenGenerated(len(self.confirmed), token, source))
-        self.confirmed.append(token)
-        self._count([source])
+        The order of ``StopCondition.check`` for tokens that come one at a time: a stop token ends
+        the output before itself; a stop string ends it with the token completing it; the length
+        limit with the token that reaches it.
+        """
+        rule, kept, pieces = self.stop_condition, [], []
+        for token in tokens:
+            if token in rule.stop_ids:
+                self.stop = StopReason.EOS
+                break
+            pieces.append(self.text.append(token))
+            kept.append(token)
+            if self.text.stop_at is not None:
+                self.stop = StopReason.STOP_STRING
+                break
+            if len(self.text.tokens) >= rule.max_new_tokens:
+                self.stop = StopReason.MAX_TOKENS
+                break
+        return kept, pieces
+
+    def _restore_offline(self, rest: list[int]) -> None:
+        """The offline tokens after a repaired piece stay shown: their text is taken in again (no events)."""
+        stop = self.stop
+        tokens, _ = self._admit(rest)
+        self.offline = tokens
+        if self.stop is not None:
+            self.stop, self.offline_complete = stop, True
 
     def _count(self, sources: list[TokenSource]) -> None:
         for source in sources:
@@ -153,6 +199,8 @@ class Transcript:
         now = time.perf_counter()
         if self.first_token_at is None:
             self.first_token_at = now
+            if self.on_first_token is not None:
+                self.on_first_token()
         elif self.last_token_at is not None:
             self.longest_pause_s = max(self.longest_pause_s, now - self.last_token_at)
         self.last_token_at = now

@@ -48,5 +48,9 @@ class TargetAsDraft(NeuralDraft):
     def end_round(self) -> None:
         self._session.truncate(self._committed)
 
+    def truncate(self, length: int) -> None:
+        self._committed = min(self._committed, length)
+        self.end_round()
+
     def config_dict(self) -> dict[str, Any]:
         return {}

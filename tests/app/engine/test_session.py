@@ -34,10 +34,10 @@ def test_a_long_prefill_goes_in_chunks_whose_replies_stay_under_the_frame_budget
     async def scenario(port: int) -> int:
         events: list[EngineEvent] = []
         session = VerifierSession(engine_config(port), client_draft("moa"), events.append)
-        await session.start()
+        await session.start([])
         requests = session.traffic.round_trips
 
-        async def take(piece: list[int], reply: object) -> None:
+        async def take(start: int, piece: list[int], reply: object) -> None:
             sizes.append(len(piece))
 
         await session.prefill(tokens, take)
@@ -67,3 +67,21 @@ def test_on_a_slow_link_a_long_prompts_vectors_arrive_in_frames_that_never_hold_
             recording.add(event)
 
     assert list(recording.finished.tokens) == reference(4, prompt) and not recording.of(LinkLost)
+
+
+def test_holding_a_new_history_keeps_the_common_prefix_and_sends_only_the_rest() -> None:
+    first, second = random_tokens(30, seed=5), random_tokens(30, seed=5)[:20] + random_tokens(6, seed=6)
+
+    async def scenario(port: int) -> tuple[int, int, list[int], int]:
+        session = VerifierSession(engine_config(port), client_draft("moa"), lambda event: None)
+        await session.start(first)
+        sent = session.prefill_sent
+        kept = await session.hold(second)
+        held, committed = list(session.held), session.committed
+        await session.close()
+        return kept, session.prefill_sent - sent, held, committed
+
+    with ServerThread(SERVER_RUNNER, moa_compressor()) as server:
+        kept, sent, held, committed = asyncio.run(asyncio.wait_for(scenario(server.port), 60))
+
+    assert kept == 20 and sent == 6 and held == second and committed == len(second)

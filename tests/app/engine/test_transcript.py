@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from app.engine.events import DraftRejected, EngineEvent, Repaired, Shown, TokenGenerated
 from app.engine.transcript import Transcript
 from drafts.decoding.events import TokenSource
@@ -62,7 +64,7 @@ def test_a_repair_replaces_the_offline_span_from_the_first_rejection() -> None:
 
     t.repair(4, [20, 21, 30], [ACCEPTED, ACCEPTED, TARGET], kept=2)
 
-    assert events[-1] == Repaired(1, 5, (20, 21, 30), (ACCEPTED, ACCEPTED, TARGET), kept=2)
+    assert events[-1] == Repaired(1, 5, (20, 21, 30), (ACCEPTED, ACCEPTED, TARGET), 2, ("", "", ""), 0, 0)
     assert events[-1].replaced == 2
     view = shown(events)
     assert view.tokens == [10, 20, 21, 30] == t.confirmed and t.offline == []
@@ -78,3 +80,32 @@ def test_a_repair_piece_that_matches_keeps_the_rest_offline() -> None:
 
     assert t.confirmed == [20, 21] and t.offline == [22, 23]
     assert shown(events).sources == [ACCEPTED, TARGET, OFFLINE, OFFLINE]
+
+
+def letters(ids: Sequence[int]) -> str:
+    return "".join(chr(ord("a") + i % 26) for i in ids)
+
+
+def test_every_event_carries_its_tokens_text_and_where_it_starts() -> None:
+    events: list[EngineEvent] = []
+    t = Transcript([1, 2, 3], StopCondition(20), letters, events.append)
+    t.confirm_round([0, 1], [], 2)  # "abc"
+    t.add_offline([3, 4, 5])  # "def"
+
+    t.repair(3, [3, 7], [ACCEPTED, TARGET], kept=1)  # "ef" becomes "h"
+
+    tokens = [e for e in events if isinstance(e, TokenGenerated)]
+    assert [(e.text, e.char_start) for e in tokens] == [("a", 0), ("b", 1), ("c", 2), ("d", 3), ("e", 4), ("f", 5)]
+    repaired = events[-1]
+    assert isinstance(repaired, Repaired)
+    assert (repaired.texts, repaired.char_start, repaired.char_end) == (("d", "h"), 3, 6)
+    assert shown(events).text == t.answer == "abcdh"
+
+
+def test_a_stop_string_ends_the_output_with_the_token_that_completes_it() -> None:
+    events: list[EngineEvent] = []
+    t = Transcript([1], StopCondition(20, stop_strings=("cd",)), letters, events.append)
+
+    t.confirm_round([0, 1, 2], [], 3)
+
+    assert t.stop is StopReason.STOP_STRING and t.confirmed == [0, 1, 2, 3] and t.answer == "abcd"
