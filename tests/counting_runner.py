@@ -13,15 +13,18 @@ from drafts.tree import DraftTree
 
 
 class CountingRunner(TargetRunner):
-    """A :class:`TargetRunner` whose ``ran`` counts every token passed through the target."""
+    """A :class:`TargetRunner` counting every token passed through the target: ``ran`` in all,
+    ``calls`` one entry per forward."""
 
     ran = 0
+    calls: list[int]
 
     @classmethod
     def of(cls, runner: TargetRunner) -> CountingRunner:
         """The same loaded model, counted (the model is shared, not copied)."""
         counting = cls.__new__(cls)
         counting.__dict__.update(runner.__dict__)
+        counting.calls = []
         return counting
 
     def extend(
@@ -33,4 +36,5 @@ class CountingRunner(TargetRunner):
         last_only: bool = False,
     ) -> torch.Tensor:
         self.ran += len(tokens)
+        self.calls.append(len(tokens))
         return super().extend(session, tokens, request, tree, last_only)
