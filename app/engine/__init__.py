@@ -15,6 +15,7 @@
     session.py       VerifierSession: (re)connect, resume or replay, traffic
     link.py          Link: one WebSocket connection around the sans-I/O ClientProtocol
     errors.py        the engine's branch of the exception tree
+    local_chat.py    LocalChatEngine: the ChatEngine with draft and target on this device (no network)
 
 A UI needs only what is exported here: build a ClientDraft and an EngineConfig, stream a
 generation from RemoteEngine (async) or EngineThread (sync), and render its events.
@@ -36,6 +37,7 @@ from app.engine.events import (
     Shown,
     TokenGenerated,
 )
+from app.engine.local_chat import LocalChatEngine
 from app.engine.remote import RemoteEngine
 from app.engine.sync import EngineThread
 
@@ -51,6 +53,7 @@ __all__ = [
     "GenerationStats",
     "LinkConfig",
     "LinkLost",
+    "LocalChatEngine",
     "LinkRestored",
     "Reconnecting",
     "RemoteEngine",
