@@ -100,9 +100,9 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "offline_budget",
         256,
-        "offline tokens written before waiting for the verifier (0 = no limit)",
-        "an integer >= 0",
-        lambda v: v >= 0,
+        "unverified tokens written offline before writing waits for the verifier",
+        "an integer from 1 to 100000",
+        lambda v: 1 <= v <= 100_000,
         int,
     ),
     Option(

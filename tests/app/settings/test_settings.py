@@ -35,7 +35,8 @@ def test_settings_are_frozen() -> None:
         ("device", "tpu", "auto, cpu, cuda, mps"),
         ("server", "http://x", "ws://"),
         ("offline_model", "model.bin", ".gguf"),
-        ("offline_budget", True, "integer >= 0"),
+        ("offline_budget", True, "integer from 1 to 100000"),
+        ("offline_budget", 0, "integer from 1 to 100000"),
     ],
 )
 def test_a_bad_value_names_the_key_the_value_and_what_is_allowed(key: str, value: object, allowed: str) -> None:

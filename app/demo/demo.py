@@ -1,0 +1,147 @@
+"""The demo: the verifier as its own process on loopback, a link shaper in front, one command.
+
+    demo = Demo.launch(DemoOptions(draft_checkpoint=moa_dir, link="4g"), on_progress=print)
+    ...                         # load the client's draft meanwhile: the verifier loads in parallel
+    demo.wait_ready()           # the first run converts the bundled GGUF once (slow); later: seconds
+    engine connects to demo.url # ws://127.0.0.1:<shaper port>
+    demo.link.set_preset("offline")
+    demo.stop()                 # also at exit; see app.demo.tether for crashes
+
+The verifier is ``python -m server_stub`` from a source or pip install, or, in a PyInstaller
+bundle, the ``moa-server`` executable next to the app's. Its port is fixed at launch, so a
+restart after a crash comes back where the shaper points.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.demo.errors import DemoError
+from app.demo.link_control import LinkControl
+from app.demo.verifier import Progress, VerifierProcess, VerifierStatus, child_env
+from drafts.errors import ConfigError
+from drafts.locations import REPO_ROOT
+from drafts.net.link import preset
+from drafts.net.shaper import ShaperThread
+
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    target: str = "smollm2"  # the verifier's target (the client's draft must be trained for it)
+    device: str = "auto"  # the verifier's device
+    draft_checkpoint: Path | None = None  # a MoA checkpoint: the verifier computes its memory vectors
+    link: str = "lan"  # the starting preset ("offline" included)
+    ready_timeout_s: float = 900.0  # a first start converts the GGUF; a slow machine takes minutes
+
+    def __post_init__(self) -> None:
+        preset(self.link)  # a ConfigError naming the choices
+
+
+def verifier_command(options: DemoOptions, port: int) -> list[str]:
+    """The command line of the demo's verifier on ``port``."""
+    args = ["--host", HOST, "--port", str(port), "--device", options.device, "--target", options.target]
+    if options.draft_checkpoint is not None:
+        args += ["--draft-checkpoint", str(options.draft_checkpoint)]
+    if getattr(sys, "frozen", False):  # a PyInstaller bundle: the sibling executable
+        executable = Path(sys.executable)
+        return [str(executable.with_name("moa-server" + executable.suffix)), *args]
+    return [sys.executable, "-m", "server_stub", *args]
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+class Demo:
+    """The verifier process and the link shaper in front of it; see the module docstring."""
+
+    def __init__(
+        self, verifier: VerifierProcess, shaper: ShaperThread, on_progress: Progress, ready_timeout_s: float
+    ) -> None:
+        self.verifier = verifier
+        self._shaper = shaper
+        self.link = LinkControl(shaper)
+        self._on_progress = on_progress
+        self._ready_timeout_s = ready_timeout_s
+        self._launched = time.monotonic()
+
+    @classmethod
+    def launch(
+        cls,
+        options: DemoOptions,
+        on_progress: Progress | None = None,
+        command: Callable[[DemoOptions, int], list[str]] = verifier_command,
+    ) -> Demo:
+        """Spawn the verifier (``command(options, port)``) and start the shaper; returns at once
+        (see :meth:`wait_ready`)."""
+        progress = on_progress or (lambda message: None)
+        port = free_port()
+        verifier = VerifierProcess(command(options, port), port, progress, child_env(str(REPO_ROOT)))
+        progress(f"starting the verifier ({options.target}) on {HOST}:{port}")
+        verifier.start()
+        try:
+            shaper = ShaperThread(upstream_host=HOST, upstream_port=port, profile=preset(options.link)).start()
+        except (OSError, ConfigError) as exc:
+            verifier.close()
+            raise DemoError(f"cannot start the demo's link shaper on {HOST}: {exc}") from exc
+        return cls(verifier, shaper, progress, options.ready_timeout_s)
+
+    @classmethod
+    def start(
+        cls,
+        options: DemoOptions,
+        on_progress: Progress | None = None,
+        command: Callable[[DemoOptions, int], list[str]] = verifier_command,
+    ) -> Demo:
+        """:meth:`launch`, then :meth:`wait_ready`."""
+        demo = cls.launch(options, on_progress, command)
+        try:
+            demo.wait_ready()
+        except BaseException:
+            demo.stop()
+            raise
+        return demo
+
+    def wait_ready(self) -> float:
+        """Block until the verifier listens; the seconds since launch."""
+        self.verifier.wait_ready(self._ready_timeout_s)
+        elapsed = time.monotonic() - self._launched
+        self._on_progress(f"verifier ready after {elapsed:.1f} s; link {self.link.describe()}")
+        return elapsed
+
+    @property
+    def url(self) -> str:
+        """Where the client connects: the shaper's port."""
+        return f"ws://{HOST}:{self._shaper.port}"
+
+    @property
+    def status(self) -> VerifierStatus:
+        return self.verifier.status
+
+    def restart(self) -> None:
+        """Start the verifier again (after a crash) and wait until it listens."""
+        self.verifier.restart()
+        self.verifier.wait_ready(self._ready_timeout_s)
+
+    def stop(self) -> None:
+        """Stop the shaper and the verifier; safe to call twice."""
+        try:
+            self._shaper.stop()
+        finally:
+            self.verifier.close()
+
+    def __enter__(self) -> Demo:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

@@ -1,0 +1,187 @@
+"""moa-chat's command line: flags over the config file, one-line errors, and headless answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.cli import build_parser, main, settings_from
+from app.headless import LinkAfter
+from drafts.errors import ConfigError
+from drafts.locations import REPO_ROOT
+
+
+@pytest.fixture(autouse=True)
+def own_homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No test reads or writes the real config file or conversations."""
+    monkeypatch.setenv("MOA_CHAT_CONFIG", str(tmp_path / "config.toml"))
+    monkeypatch.setenv("MOA_CHAT_DATA", str(tmp_path / "data"))
+    return tmp_path
+
+
+def parse(*argv: str):
+    return settings_from(build_parser().parse_args(list(argv)))
+
+
+def test_version_prints_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("moa-chat ")
+
+
+def test_flags_override_the_file_and_file_problems_are_reported(own_homes: Path) -> None:
+    (own_homes / "config.toml").write_text('temperature = 9\nmax_tokens = 99\ntheme = "nord"\n')
+    settings, problems, path = parse("--max-tokens", "12", "--link", "3g")
+    assert (settings.max_tokens, settings.link, settings.theme, settings.temperature) == (12, "3g", "nord", 0.0)
+    assert path == own_homes / "config.toml"
+    assert len(problems) == 1 and "temperature = 9" in problems[0]
+
+
+def test_every_key_of_the_file_is_a_flag() -> None:
+    from app.settings import OPTIONS
+
+    flags = {action.dest for action in build_parser()._actions}
+    assert {option.name for option in OPTIONS} <= flags
+
+
+@pytest.mark.parametrize(
+    ("argv", "mode"),
+    [
+        ([], "demo"),
+        (["--demo"], "demo"),
+        (["--local"], "local"),
+        (["--api"], "api"),
+        (["--server", "ws://h:1"], "remote"),
+        (["--api", "--server", "ws://h:1"], "api"),
+        (["--mode", "local"], "local"),
+    ],
+)
+def test_the_mode_flags(argv: list[str], mode: str) -> None:
+    assert parse(*argv)[0].mode == mode
+
+
+def test_two_modes_are_refused() -> None:
+    with pytest.raises(ConfigError, match="choose one mode: --demo and --local"):
+        parse("--demo", "--local")
+
+
+def test_a_config_file_given_by_flag_must_exist(own_homes: Path) -> None:
+    with pytest.raises(ConfigError, match="--config .* does not exist"):
+        parse("--config", str(own_homes / "missing.toml"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--temperature", "7", "--headless", "--prompt", "x"], "temperature = 7.0 is not allowed"),
+        (["--demo", "--local"], "choose one mode"),
+        (["--prompt", "hi"], "--prompt and --json go with --headless"),
+        (["--headless"], "--headless needs --prompt"),
+        (["--headless", "--prompt", "x", "--local", "--link-after", "5:lan"], "--link-after switches the demo's link"),
+        (["--headless", "--prompt", "x", "--link-after", "soon"], "--link-after takes N:PRESET"),
+        (["--headless", "--prompt", "x", "--draft", "/no/such/checkpoint"], "not a draft checkpoint"),
+        (["--headless", "--prompt", "x", "--local", "--target", "/x/other.gguf"], "no moa draft is shipped"),
+        (["--headless", "--prompt", "x", "--server", "http://h"], "server = 'http://h' is not allowed"),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("moa-chat: error: ") and message in err
+    assert "\n" not in err and "Traceback" not in err
+
+
+def test_a_bad_flag_type_is_argparse_usage_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--max-tokens", "many"]) == 2
+    assert "invalid int value: 'many'" in capsys.readouterr().err
+
+
+def test_a_draft_trained_for_another_target_is_refused_before_loading(
+    own_homes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpoint = own_homes / "draft"
+    checkpoint.mkdir()
+    (checkpoint / "config.json").write_text(json.dumps({"format": 1, "kind": "moa", "target": {"name": "Other-1B"}}))
+    assert main(["--headless", "--prompt", "x", "--local", "--draft", str(checkpoint)]) == 2
+    assert "trained for Other-1B, but the target is SmolLM2-135M-Instruct" in capsys.readouterr().err
+
+
+def test_link_after_parses_count_and_preset() -> None:
+    assert LinkAfter.parse("20:LAN") == LinkAfter(20, "lan")
+    with pytest.raises(ConfigError, match="unknown link profile"):
+        LinkAfter.parse("20:56k")
+
+
+def test_headless_never_imports_textual() -> None:
+    code = "import sys, app.cli, app.headless, app.launch; sys.exit('textual' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT).returncode == 0
+
+
+# -- end to end, with the real SmolLM2 ---------------------------------------------------------------------
+def headless(*argv: str, timeout: float = 600) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "--headless", "--json", "--device", "cpu", *argv],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    return json.loads(done.stdout)
+
+
+def check_answer(result: dict, labels: set[str]) -> None:
+    assert result["text"].strip()
+    assert result["tokens"] == len(result["provenance"]) == len(result["token_ids"]) > 0
+    assert set(result["provenance"]) <= labels
+    stats = result["stats"]
+    assert set(stats) == {"tau", "round_trips_per_100", "tokens_per_s", "ttft_s", "offline_tokens", "kept_after_repair"}
+    assert stats["tokens_per_s"] > 0 and stats["ttft_s"] > 0
+
+
+@pytest.mark.integration
+def test_headless_demo_answers_with_provenance_per_token() -> None:
+    result = headless("--demo", "--prompt", "Name three primary colours.", "--max-tokens", "32")
+    check_answer(result, {"accepted", "target"})
+    assert result["engine"]["mode"] == "demo" and result["engine"]["draft"] == "moa"
+    assert "accepted" in result["provenance"]  # the MoA draft gets tokens through
+    assert result["stats"]["tau"] > 1.0 and result["stats"]["offline_tokens"] == 0
+
+
+@pytest.mark.integration
+def test_headless_demo_writes_offline_then_repairs_when_the_link_returns() -> None:
+    result = headless(
+        "--demo",
+        "--link",
+        "offline",
+        "--link-after",
+        "6:lan",
+        "--prompt",
+        "Count from one to ten.",
+        "--max-tokens",
+        "24",
+    )
+    check_answer(result, {"accepted", "target", "offline", "repaired"})
+    assert result["stats"]["offline_tokens"] >= 6
+    assert "repaired" in result["provenance"] and "offline" not in result["provenance"]
+
+
+@pytest.mark.integration
+def test_headless_local_answers_without_a_network() -> None:
+    result = headless("--local", "--prompt", "Say hello.", "--max-tokens", "16")
+    check_answer(result, {"accepted", "target"})
+    assert result["engine"]["mode"] == "local"
+
+
+@pytest.mark.integration
+def test_headless_api_streams_the_verifiers_own_tokens() -> None:
+    result = headless("--api", "--prompt", "Say hello.", "--max-tokens", "16")
+    check_answer(result, {"target"})
+    assert result["engine"]["mode"] == "api" and result["engine"]["draft"] == "none"
