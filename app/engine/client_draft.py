@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -29,6 +30,7 @@ class ClientDraft:
     target: TargetFingerprint  # Hello.target: the model the draft was trained for
     stop_ids: frozenset[int]  # the target's end-of-turn tokens
     decode: Callable[[Sequence[int]], str]  # token ids -> text (stop strings)
+    tokenizer: Any = None  # the target's tokenizer: renders a chat (drafts.target.chat.format_chat)
 
     @classmethod
     def load(cls, checkpoint: Path, target: str | None = None, device: str = "auto") -> ClientDraft:
@@ -39,7 +41,7 @@ class ClientDraft:
 
     @classmethod
     def of(cls, drafter: NeuralDrafter, draft_id: str, runner: TargetRunner) -> ClientDraft:
-        return cls(drafter, draft_id, runner.fingerprint, runner.stop_ids, runner.decode)
+        return cls(drafter, draft_id, runner.fingerprint, runner.stop_ids, runner.decode, runner.tokenizer)
 
     @property
     def device(self) -> torch.device:

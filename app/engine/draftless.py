@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from drafts.protocol import Needs
 from drafts.target.loading import TargetFingerprint
@@ -24,10 +25,11 @@ class Draftless:
     decode: Callable[[Sequence[int]], str]  # token ids -> text (stop strings)
     draft_id: str = DRAFTLESS_ID
     wants_memory: bool = False
+    tokenizer: Any = None  # the target's tokenizer: renders a chat (drafts.target.chat.format_chat)
 
     @classmethod
     def of(cls, runner: TargetRunner) -> Draftless:
-        return cls(runner.fingerprint, runner.stop_ids, runner.decode)
+        return cls(runner.fingerprint, runner.stop_ids, runner.decode, tokenizer=runner.tokenizer)
 
     def needs(self, compressed: bool) -> Needs:
         return Needs()  # nothing: the tokens are all it reads

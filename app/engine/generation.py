@@ -119,8 +119,10 @@ class Generation:
         history = self.transcript.history
         await self.work(self.chain.truncate, common_prefix(self.chain.history, history))
         if not self.session.up:
-            try:
-                await self.session.connect()  # one attempt: an unreachable verifier starts the answer offline
+            try:  # one attempt (none if the last failed): an unreachable verifier starts the answer offline
+                if self.session.failed:
+                    raise LinkDownError(self.session.failed)
+                await self.session.connect()
             except LinkDownError:
                 if self.chain.observed or self.offline.name != "draft":
                     raise
@@ -164,7 +166,8 @@ class Generation:
             ahead, ahead_q = self._ahead(proposal, reply)
             adoption = _adoption(self.chain, [root, *proposal[:accepted]], functools.partial(self._acts, reply))
             t.confirm_round(proposal[:accepted], proposal[accepted:], reply.next_token)
-            if t.stop is not None:
+            if t.stop is not None:  # the draft takes in what the verifier holds: the next turn starts from it
+                await self.work(self._take_round, [root, *proposal[:accepted]], reply)
                 return
             self.offline.follow(t.context)
             root = reply.next_token

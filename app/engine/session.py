@@ -72,6 +72,7 @@ class VerifierSession:
         self.unsure = False  # a request was abandoned (cancelled) before its reply: ``held`` may be stale
         self.prefill_chunk = FIRST_PREFILL_CHUNK  # tokens per Prefill, from the last reply's bytes per token
         self.prefill_sent = 0  # prompt tokens sent by Prefill since this session object was made (for the bench)
+        self.failed = ""  # why the last connection attempt failed ("" once one succeeded)
 
     @property
     def capabilities(self) -> Capabilities:
@@ -207,6 +208,17 @@ class VerifierSession:
     async def _attempt(
         self, history: list[int], take: TakePrefilled | None, keep_at_most: int | None
     ) -> tuple[bool, int]:
+        try:
+            result = await self._connect(history, take, keep_at_most)
+        except LinkDownError as exc:
+            self.failed = str(exc) or "unreachable"
+            raise
+        self.failed = ""
+        return result
+
+    async def _connect(
+        self, history: list[int], take: TakePrefilled | None, keep_at_most: int | None
+    ) -> tuple[bool, int]:
         await self.drop()
         resume = self.session_id is not None
         kept = common_prefix(self.held, history) if resume and not self.unsure else 0
@@ -224,7 +236,7 @@ class VerifierSession:
         except VerifierRefusedError as exc:
             if exc.code is ErrorCode.DRAFT_UNSUPPORTED and self.compressed:
                 self.compressed, self.session_id = False, None  # other needs: a new session, the raw KV
-                return await self._attempt(history, take, keep_at_most)
+                return await self._connect(history, take, keep_at_most)
             raise
         welcome = self.link.welcome
         assert welcome is not None
