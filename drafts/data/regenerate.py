@@ -165,7 +165,7 @@ def regenerate(
     (the SmolLM2 target when None) answers.
     """
     conversations = list(conversations)
-    done = _resume(out_path)
+    done = written_ids(out_path)
     todo = [conv for conv in conversations if conv.id not in done]
     if not todo:
         return out_path
@@ -187,7 +187,7 @@ def regenerate(
         for conv in todo:
             turns, generated = answer(conv, reply_fn, max_user_turns)
             if any(turn.role == "assistant" for turn in turns):
-                out.write(json.dumps(_record(conv.id, turns, temperature), ensure_ascii=False) + "\n")
+                out.write(json.dumps(conversation_record(conv.id, turns, temperature), ensure_ascii=False) + "\n")
                 out.flush()
             n_tokens += generated
             bar.set_postfix_str(f"{n_tokens / (time.perf_counter() - started):.1f} tok/s", refresh=False)
@@ -211,12 +211,12 @@ def answer(conv: Conversation, reply_fn: ReplyFn, max_user_turns: int) -> tuple[
     return history, n_tokens
 
 
-def _record(conv_id: str, turns: Sequence[Turn], temperature: float) -> dict[str, Any]:
+def conversation_record(conv_id: str, turns: Sequence[Turn], temperature: float) -> dict[str, Any]:
     wire = [{"from": WIRE_SPEAKERS[turn.role], "value": turn.content} for turn in turns]
     return {"id": conv_id, "conversations": wire, "temperature": temperature}
 
 
-def _resume(out_path: Path) -> set[str]:
+def written_ids(out_path: Path) -> set[str]:
     """Ids already written to ``out_path``; a torn last line (an interrupted write) is cut off."""
     if not out_path.exists():
         return set()
