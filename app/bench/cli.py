@@ -2,6 +2,8 @@
 
     moa-bench-remote --link lan,wifi,4g,3g --method moa,eagle,independent --limit 5 \
                      --max-new-tokens 128 --cut-after 16 --cut-tokens 32 --json remote.json
+    moa-bench-remote --dataset sharegpt-heldout --turns 5 --link lan,4g --method moa,api \
+                     --cut-tokens 0 --json chats.json     # chats: per-turn cost of each answer
 
 moa-server runs in a subprocess on 127.0.0.1 (``app`` never imports ``server_stub``), with the
 target and the shipped MoA checkpoint's compressor; the drafts and the link shaper run here.
@@ -20,6 +22,7 @@ from typing import Any
 
 import torch
 
+from app.bench.chats import load_chats
 from app.bench.remote import RemoteBenchConfig, run_remote_benchmark
 from app.engine.client_draft import ClientDraft
 from drafts.bench.environment import run_environment
@@ -27,6 +30,7 @@ from drafts.data.prompts import load_prompts
 from drafts.errors import ConfigError, MoaError
 from drafts.locations import shipped_checkpoint, smollm2_gguf
 from drafts.neural.drafter import NeuralDrafter
+from drafts.sampling import SamplingConfig
 from drafts.target.device import DEVICE_CHOICES, default_dtype, resolve_device
 from drafts.target.loading import load_target
 from drafts.target.runner import TargetRunner
@@ -46,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", default="humaneval", help="humaneval | sharegpt-heldout | FILE.jsonl")
     p.add_argument("--limit", type=int, default=5)
     p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--turns", type=int, default=0, help="play each conversation as a chat of N user turns")
+    p.add_argument("--chain", type=int, default=None, help="a fixed chain length G (default: paced per round)")
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0, help="seed of sampling at T>0")
     p.add_argument("--cut-after", type=int, default=16, help="disconnection study: cut after this many tokens")
     p.add_argument("--cut-tokens", type=int, default=32, help="... for this many offline tokens (0: no study)")
     p.add_argument("--cut-ms", type=float, default=10_000.0, help="... or this long at the latest")
@@ -71,6 +80,9 @@ def parse_config(args: argparse.Namespace) -> RemoteBenchConfig:
         cut_tokens=args.cut_tokens,
         cut_ms=args.cut_ms,
         offline_model=offline_model,
+        turns=args.turns,
+        chain=args.chain,
+        sampling=SamplingConfig(args.temperature, top_p=args.top_p, seed=args.seed),
     )
 
 
@@ -83,10 +95,14 @@ def main(argv: list[str] | None = None) -> int:
         device = resolve_device(args.device)
         runner = TargetRunner(load_target(args.target, device, default_dtype(device)))
         drafts = {m: _client_draft(runner, m) for m in config.draft_methods}
-        prompts = [runner.format_chat(p.messages) for p in load_prompts(args.dataset, args.limit)]
+        chats = load_chats(args.dataset, args.limit, config.turns) if config.turns else None
+        if chats is not None:
+            prompts = [runner.format_chat([*([c.system] if c.system else []), c.users[0]]) for c in chats]
+        else:
+            prompts = [runner.format_chat(p.messages) for p in load_prompts(args.dataset, args.limit)]
         port = args.port or _free_port()
         with _server(args, runner, port):
-            result = run_remote_benchmark(port, drafts, runner, prompts, config, _progress)
+            result = run_remote_benchmark(port, drafts, runner, prompts, config, _progress, chats)
     except MoaError as exc:
         print(f"moa-bench-remote: error: {exc}", file=sys.stderr)
         return 2
@@ -165,6 +181,11 @@ def format_table(result: dict[str, Any]) -> str:
                 f"{r['round_trips_per_100']:>7.1f} {r['bytes_up_per_token']:>9.0f} {r['bytes_down_per_token']:>9.0f}  "
                 f"{r['identical_to_ar']}"
             )
+            for row in r.get("turns", []):
+                lines.append(
+                    f"{'':<6}   turn {row['turn']:<3} ttft {row['ttft_s']:.3f} s, prefill "
+                    f"{row['prefill_tokens_sent']:.0f} tokens, {row['bytes_down_before_first_token']:.0f} B down first"
+                )
     if result["disconnect"]:
         cfg = result.get("config", {})
         cut = f"cut after {cfg.get('cut_after')} tokens for {cfg.get('cut_tokens')} offline tokens"
@@ -189,7 +210,11 @@ def _describe(args: argparse.Namespace, config: RemoteBenchConfig, runner: Targe
         "dataset": args.dataset,
         "prompts": n,
         "max_new_tokens": config.max_new_tokens,
-        "temperature": 0.0,
+        "temperature": config.sampling.temperature,
+        "top_p": config.sampling.top_p,
+        "seed": config.sampling.seed,
+        "turns": config.turns,
+        "chain": config.chain,
         "cut_after": config.cut_after,
         "cut_tokens": config.cut_tokens,
         "cut_ms": config.cut_ms,

@@ -61,6 +61,7 @@ class RemoteEngine:
         self._running: Generation | ApiGeneration | None = None
         self._producer: asyncio.Task[None] | None = None
         self._cancelling = False
+        self._forget = False  # the next generation starts cold (a benchmark's independent prompts)
 
     @classmethod
     def from_checkpoint(cls, config: EngineConfig, checkpoint: Path, target: str | None = None) -> RemoteEngine:
@@ -104,6 +105,11 @@ class RemoteEngine:
             await self.work(self._gguf.close)
             self._gguf = None
         self._worker.shutdown(wait=False, cancel_futures=True)
+
+    def forget(self) -> None:
+        """The next generation keeps nothing from the last (the verifier is rewound to 0, the draft
+        reset): for measuring independent prompts, as a benchmark does."""
+        self._forget = True
 
     async def cancel(self) -> None:
         """Stop the running generation: the server is asked to stop its requests (Cancel), and the
@@ -183,20 +189,23 @@ class RemoteEngine:
                 put(_DONE)
 
     async def _generation(self, prompt: list[int], decode: DecodeConfig) -> Generation | ApiGeneration:
-        session = self.session
+        session, forget = self.session, self._forget
+        self._forget = False
+        if forget:
+            session.forget()
         if isinstance(self.draft, Draftless):
             return ApiGeneration(prompt, decode, self.draft, session, self.publish)
-        chain = await self.work(self._next_chain, decode)
+        chain = await self.work(self._next_chain, decode, forget)
         offline: OfflineContinuation = self._gguf or DraftContinuation(chain, self.work)
         return Generation(prompt, decode, self.config, self.draft, session, chain, offline, self.work, self.publish)
 
-    def _next_chain(self, decode: DecodeConfig) -> DraftChain:
+    def _next_chain(self, decode: DecodeConfig, forget: bool) -> DraftChain:
         """On the worker: a chain for this generation's sampling (its own seeded generator) over the
         draft's caches as the last generation left them (the next turn cuts them back to the prompt's
         common prefix)."""
         assert isinstance(self.draft, ClientDraft)
         chain = DraftChain(self.draft.drafter.model, decode.sampling, decode.sampling.generator())
-        if self._chain is not None:
+        if self._chain is not None and not forget:
             chain.observed, chain.history = self._chain.observed, list(self._chain.history)
         else:
             chain.reset()

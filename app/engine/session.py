@@ -166,6 +166,10 @@ class VerifierSession:
         else:
             await self.hold(history, take, keep_at_most)
 
+    def forget(self) -> None:
+        """Keep nothing of what the session holds: the next hold() rewinds to 0."""
+        self.held, self.unsure = [], True
+
     async def replay(self, history: Sequence[int], take: TakePrefilled | None = None) -> None:
         """The server lost the session's state (evicted): rebuild it from ``history``."""
         await self.ask(Rewind(0, 0))  # revives an evicted session, empty

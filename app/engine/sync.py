@@ -85,6 +85,14 @@ class EngineThread:
         finally:
             future.cancel()
 
+    def cancel(self) -> None:
+        """Stop the running generation (from any thread): its stream ends with Finished(stop=CANCELLED)."""
+        self._call(self.engine.cancel())
+
+    def forget(self) -> None:
+        """The next generation keeps nothing from the last (see RemoteEngine.forget)."""
+        self._loop.call_soon_threadsafe(self.engine.forget)
+
     def generate(self, prompt: list[int], decode: DecodeConfig | None = None) -> Finished:
         finished = None
         for event in self.stream(prompt, decode):

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from app.bench.chats import BenchChat
 from app.bench.remote import RemoteBenchConfig, run_remote_benchmark
+from drafts.data.conversations import Turn
+from drafts.target.chat import format_chat
+from tests.app.engine.chat_scenario import CLIENT, SERVER, TOKENIZER, chat_draft
 from tests.app.engine.scenario import CLIENT_RUNNER, PROMPT, SERVER_RUNNER, client_draft, moa_compressor
 from tests.app.engine.servers import ServerThread
 
@@ -34,3 +38,21 @@ def test_the_remote_benchmark_reports_every_figure_and_a_greedy_output_identical
     cut = result["disconnect"]["moa"]
     assert {"offline_tokens", "kept_after_repair", "match_prefix_len"} <= set(cut) and cut["identical_to_ar"]
     assert cut["offline_tokens"] >= 6 and cut["match_prefix_len"] == cut["kept_after_repair"]
+
+
+def test_chats_played_turn_by_turn_send_only_each_turns_new_tokens() -> None:
+    users = ("hello", "tell more", "why not")
+    chat = BenchChat("c1", None, tuple(Turn("user", u) for u in users))
+    config = RemoteBenchConfig(links=("lan",), methods=("moa", "api"), max_new_tokens=8, cut_tokens=0, turns=3)
+    first = format_chat(TOKENIZER, [chat.users[0]])
+    with ServerThread(SERVER) as server:
+        result = run_remote_benchmark(server.port, {"moa": chat_draft("moa")}, CLIENT, [first], config, chats=[chat])
+
+    for method in ("moa", "api"):
+        row = result["links"]["lan"][method]
+        assert row["identical_to_ar"] is True
+        sent = [t["prefill_tokens_sent"] for t in row["turns"]]
+        assert [t["turn"] for t in row["turns"]] == [1, 2, 3]
+        # "[u]hello|[a]" but its last token; then the last answer's last token + "|[u]...|[a]"
+        assert sent == [len(users[0]) + 6, len(users[1]) + 8, len(users[2]) + 8]
+        assert all(t["bytes_down_before_first_token"] > 0 and t["ttft_s"] > 0 for t in row["turns"])
