@@ -1,0 +1,97 @@
+"""Speed of the local engine against plain decoding of the same target, on this device.
+
+    python -m app.engine.local_bench --tokens 64 --repeats 1
+
+Each prompt is a one-turn chat; per prompt the methods run one after the other (interleaved,
+so a machine that slows down mid-run slows every method alike): ``ar`` (plain decoding through
+the core's runner), ``local`` (the LocalChatEngine with the draft, events and all) and
+``local-ar`` (the engine without a draft). Each time is the caller's wall clock around one
+whole answer, prefill included, on a fresh engine (no prefix reuse). Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import time
+from collections.abc import Sequence
+
+import torch
+
+from app.engine.chat import Message
+from app.engine.local_chat import LocalChatEngine
+from app.engine.local_models import LocalConfig, load_models
+from drafts.decoding.autoregressive import generate_autoregressive
+from drafts.decoding.config import DecodeConfig
+from drafts.drafters.base import Drafter
+from drafts.target.runner import TargetRunner
+
+PROMPTS = (
+    "List the days of the week.",
+    "Write a Python function that adds two numbers.",
+    "Explain in two sentences why the sky is blue.",
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app.engine.local_bench", description=__doc__)
+    parser.add_argument("--tokens", type=int, default=64, help="new tokens per answer (each method)")
+    parser.add_argument("--repeats", type=int, default=1, help="passes over the prompts")
+    parser.add_argument("--draft", default="moa", help="the local engine's draft (a registry name)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    runner, drafter = load_models(LocalConfig(draft=args.draft, device=args.device))
+    decode = DecodeConfig(max_new_tokens=args.tokens)
+    totals: dict[str, list[float]] = {"ar": [0.0, 0.0], "local": [0.0, 0.0], "local-ar": [0.0, 0.0]}  # tokens, s
+    for _ in range(args.repeats):
+        for prompt in PROMPTS:
+            for method, (tokens, seconds) in run_prompt(runner, drafter, [Message("user", prompt)], decode).items():
+                totals[method][0] += tokens
+                totals[method][1] += seconds
+    speed = {m: n / s for m, (n, s) in totals.items()}
+    result = {
+        "tokens_per_s": {m: round(v, 2) for m, v in speed.items()},
+        "new_tokens": {m: int(n) for m, (n, _) in totals.items()},
+        "speedup_local_vs_ar": round(
+            (totals["local"][0] / totals["local"][1]) / (totals["ar"][0] / totals["ar"][1]), 3
+        ),
+        "prompts": len(PROMPTS) * args.repeats,
+        "draft": args.draft,
+        "device": str(runner.device),
+        "threads": torch.get_num_threads(),
+        "cpu": platform.processor() or platform.machine(),
+    }
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def run_prompt(
+    runner: TargetRunner, drafter: Drafter | None, messages: Sequence[Message], decode: DecodeConfig
+) -> dict[str, tuple[int, float]]:
+    """(new tokens, seconds) of each method on one chat."""
+    t0 = time.perf_counter()
+    ar = generate_autoregressive(runner, runner.format_chat(messages), decode)
+    results = {"ar": (len(ar.tokens), time.perf_counter() - t0)}
+    for method, draft in (("local", drafter), ("local-ar", None)):
+        results[method] = asyncio.run(_engine_answer(LocalChatEngine.of(runner, draft), messages, decode))
+    return results
+
+
+async def _engine_answer(
+    engine: LocalChatEngine, messages: Sequence[Message], decode: DecodeConfig
+) -> tuple[int, float]:
+    await engine.open()
+    t0 = time.perf_counter()
+    finished = await engine.generate(messages, decode)
+    seconds = time.perf_counter() - t0
+    await engine.close()
+    return len(finished.tokens), seconds
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
