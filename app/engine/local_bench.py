@@ -4,9 +4,11 @@
 
 Each prompt is a one-turn chat; per prompt the methods run one after the other (interleaved,
 so a machine that slows down mid-run slows every method alike): ``ar`` (plain decoding through
-the core's runner), ``local`` (the LocalChatEngine with the draft, events and all) and
-``local-ar`` (the engine without a draft). Each time is the caller's wall clock around one
-whole answer, prefill included, on a fresh engine (no prefix reuse). Prints one JSON object.
+the core's runner), ``spec`` (the core's speculative loop with the draft, no engine), ``local``
+(the LocalChatEngine with the draft, events and all) and ``local-ar`` (the engine without a
+draft). ``local`` against ``spec`` and ``local-ar`` against ``ar`` is what the engine costs.
+Each time is the caller's wall clock around one whole answer, prefill included, on a fresh
+engine (no prefix reuse). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from app.engine.local_chat import LocalChatEngine
 from app.engine.local_models import LocalConfig, load_models
 from drafts.decoding.autoregressive import generate_autoregressive
 from drafts.decoding.config import DecodeConfig
+from drafts.decoding.speculative import generate
 from drafts.drafters.base import Drafter
 from drafts.target.runner import TargetRunner
 
@@ -47,16 +50,16 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     runner, drafter = load_models(LocalConfig(draft=args.draft, device=args.device))
     decode = DecodeConfig(max_new_tokens=args.tokens)
-    totals: dict[str, list[float]] = {"ar": [0.0, 0.0], "local": [0.0, 0.0], "local-ar": [0.0, 0.0]}  # tokens, s
+    totals = {method: [0.0, 0.0] for method in ("ar", "spec", "local", "local-ar")}  # tokens, seconds
     for _ in range(args.repeats):
         for prompt in PROMPTS:
             for method, (tokens, seconds) in run_prompt(runner, drafter, [Message("user", prompt)], decode).items():
                 totals[method][0] += tokens
                 totals[method][1] += seconds
-    speed = {m: n / s for m, (n, s) in totals.items()}
+    speed = {m: n / s for m, (n, s) in totals.items() if s}
     result = {
         "tokens_per_s": {m: round(v, 2) for m, v in speed.items()},
-        "new_tokens": {m: int(n) for m, (n, _) in totals.items()},
+        "new_tokens": {m: int(n) for m, (n, s) in totals.items() if s},
         "speedup_local_vs_ar": round(
             (totals["local"][0] / totals["local"][1]) / (totals["ar"][0] / totals["ar"][1]), 3
         ),
@@ -74,9 +77,14 @@ def run_prompt(
     runner: TargetRunner, drafter: Drafter | None, messages: Sequence[Message], decode: DecodeConfig
 ) -> dict[str, tuple[int, float]]:
     """(new tokens, seconds) of each method on one chat."""
+    prompt = runner.format_chat(messages)
     t0 = time.perf_counter()
-    ar = generate_autoregressive(runner, runner.format_chat(messages), decode)
+    ar = generate_autoregressive(runner, prompt, decode)
     results = {"ar": (len(ar.tokens), time.perf_counter() - t0)}
+    if drafter is not None:
+        t0 = time.perf_counter()
+        spec = generate(runner, drafter, prompt, decode)
+        results["spec"] = (len(spec.tokens), time.perf_counter() - t0)
     for method, draft in (("local", drafter), ("local-ar", None)):
         results[method] = asyncio.run(_engine_answer(LocalChatEngine.of(runner, draft), messages, decode))
     return results
