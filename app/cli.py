@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.metadata
-import inspect
 import os
 import signal
 import sys
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from app.headless import LinkAfter, answer, conversation, report
-from app.launch import Launched, launch, needs_demo
+from app.launch import launch, needs_demo
 from app.settings import OPTIONS, Settings, load_settings
 from drafts.errors import ConfigError, MoaError
 from drafts.locations import config_file
@@ -150,27 +149,17 @@ def run_interactive(settings: Settings, problems: list[str], config_path: Path) 
     store = ConversationStore.open()
     try:
         with launch(settings, _progress) as launched:
-            result = run_app(**_app_arguments(run_app, launched, store, settings, problems, config_path))
+            result = run_app(
+                engine=launched.engine,
+                store=store,
+                settings=settings,
+                link_control=launched.link,
+                settings_path=config_path,
+                problems=problems,
+            )
     finally:
         store.close()
     return int(result or 0)
-
-
-def _app_arguments(
-    run_app: Any, launched: Launched, store: Any, settings: Settings, problems: list[str], config_path: Path
-) -> dict[str, Any]:
-    """What run_app takes of: engine, store, settings, link_control, problems, demo, config_path."""
-    offered: dict[str, Any] = {
-        "engine": launched.engine,
-        "store": store,
-        "settings": settings,
-        "link_control": launched.link,
-        "problems": problems,
-        "demo": launched.demo,
-        "config_path": config_path,
-    }
-    accepted = inspect.signature(run_app).parameters
-    return {name: value for name, value in offered.items() if name in accepted}
 
 
 def _progress(message: str) -> None:
