@@ -59,8 +59,9 @@ class ReplyView(Vertical):
         yield Markdown("", classes="reply-markdown")
 
     def on_mount(self) -> None:
-        self.query_one(".reply-markdown", Markdown).display = False
+        """Show what was asked before the children existed (a short answer can finish before this)."""
         self.redraw()
+        self.set_markdown(self.markdown)
 
     def on_click(self, event: events.Click) -> None:
         self.post_message(self.Selected(self))
@@ -102,6 +103,7 @@ class ReplyView(Vertical):
     def set_markdown(self, markdown: bool) -> None:
         """Markdown (rendered, code highlighted) or the provenance view; never Markdown while streaming."""
         self.markdown = markdown and not self.streaming
+        self.set_header(self._header_text)
         if not self.is_mounted:
             return
         view = self.query_one(".reply-markdown", Markdown)
@@ -109,7 +111,6 @@ class ReplyView(Vertical):
             view.update(self.reply.text)  # the whole text once: a final update also fixes blank code fences
         view.display = self.markdown
         self.query_one(".reply-blocks", Vertical).display = not self.markdown
-        self.set_header(self._header_text)
 
     def toggle_view(self) -> None:
         self.set_markdown(not self.markdown)

@@ -46,7 +46,8 @@ class SettingsScreen(ModalScreen[Settings | None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="settings", classes="dialog"):
-            yield Static("Settings", classes="dialog-title")
+            yield Static("Settings  (Ctrl+S saves · Esc cancels)", classes="dialog-title")
+            yield Static("", id="settings-error", markup=False)
             yield Static(BY_NAME["system_prompt"].help, classes="field-help")
             yield TextArea(self.settings.system_prompt, id="field-system_prompt", compact=True)
             for name in FIELDS:
@@ -54,7 +55,6 @@ class SettingsScreen(ModalScreen[Settings | None]):
                 yield Input(str(getattr(self.settings, name)), id=f"field-{name}", compact=True)
             yield Static("theme", classes="field-help")
             yield Select([(t, t) for t in self.themes], value=self.settings.theme, allow_blank=False, id="field-theme")
-            yield Static("", id="settings-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Save (Ctrl+S)", id="save", variant="primary")
                 yield Button("Cancel (Esc)", id="cancel")
@@ -70,7 +70,9 @@ class SettingsScreen(ModalScreen[Settings | None]):
         try:
             settings = self.settings.replace(**self._values())
         except ConfigError as exc:
-            self.query_one("#settings-error", Static).update(str(exc))
+            error = self.query_one("#settings-error", Static)
+            error.update(str(exc))
+            error.scroll_visible()
             return
         self.dismiss(settings)
 

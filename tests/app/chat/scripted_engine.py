@@ -144,6 +144,7 @@ class _Writer:
                 break
             if self.engine.hold_after is not None and index == self.engine.hold_after:
                 await self._wait_for(self.engine._release)
+                self.engine._release.clear()  # the next hold waits for the next release
             for event in await self._before_token():
                 yield event
             if self.engine._cancel.is_set():
