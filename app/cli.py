@@ -146,20 +146,12 @@ def run_interactive(settings: Settings, problems: list[str], config_path: Path) 
         ) from exc
     from app.store import ConversationStore
 
-    store = ConversationStore.open()
+    store = ConversationStore.open()  # before the demo starts: a store that cannot open fails fast
     try:
         with launch(settings, _progress) as launched:
-            result = run_app(
-                engine=launched.engine,
-                store=store,
-                settings=settings,
-                link_control=launched.link,
-                settings_path=config_path,
-                problems=problems,
-            )
+            return run_app(launched.engine, store, settings, launched.link, config_path, problems)
     finally:
         store.close()
-    return int(result or 0)
 
 
 def _progress(message: str) -> None:

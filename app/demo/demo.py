@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from app.demo.errors import DemoError
 from app.demo.link_control import LinkControl
-from app.demo.verifier import Progress, VerifierProcess, VerifierStatus, child_env
+from app.demo.verifier import Progress, VerifierProcess, VerifierState, VerifierStatus, child_env
 from drafts.errors import ConfigError
 from drafts.locations import REPO_ROOT
 from drafts.net.link import preset
@@ -39,6 +40,7 @@ class DemoOptions:
     draft_checkpoint: Path | None = None  # a MoA checkpoint: the verifier computes its memory vectors
     link: str = "lan"  # the starting preset ("offline" included)
     ready_timeout_s: float = 900.0  # a first start converts the GGUF; a slow machine takes minutes
+    auto_restarts: int = 3  # a crashed verifier is started again this many times (then it stays down)
 
     def __post_init__(self) -> None:
         preset(self.link)  # a ConfigError naming the choices
@@ -66,14 +68,16 @@ class Demo:
     """The verifier process and the link shaper in front of it; see the module docstring."""
 
     def __init__(
-        self, verifier: VerifierProcess, shaper: ShaperThread, on_progress: Progress, ready_timeout_s: float
+        self, verifier: VerifierProcess, shaper: ShaperThread, on_progress: Progress, options: DemoOptions
     ) -> None:
         self.verifier = verifier
         self._shaper = shaper
         self.link = LinkControl(shaper)
         self._on_progress = on_progress
-        self._ready_timeout_s = ready_timeout_s
+        self._ready_timeout_s = options.ready_timeout_s
+        self._restarts_left = options.auto_restarts
         self._launched = time.monotonic()
+        verifier.subscribe(self._on_status)
 
     @classmethod
     def launch(
@@ -94,7 +98,7 @@ class Demo:
         except (OSError, ConfigError) as exc:
             verifier.close()
             raise DemoError(f"cannot start the demo's link shaper on {HOST}: {exc}") from exc
-        return cls(verifier, shaper, progress, options.ready_timeout_s)
+        return cls(verifier, shaper, progress, options)
 
     @classmethod
     def start(
@@ -133,8 +137,20 @@ class Demo:
         self.verifier.restart()
         self.verifier.wait_ready(self._ready_timeout_s)
 
+    def _on_status(self, status: VerifierStatus) -> None:
+        """A crash (on the verifier's watching thread): report it, and start the verifier again while allowed."""
+        if status.state is not VerifierState.CRASHED:
+            return
+        if self._restarts_left <= 0:
+            self._on_progress(f"{status.message}; not restarting it again (restart() does)")
+            return
+        self._restarts_left -= 1
+        self._on_progress(f"{status.message}; restarting it")
+        threading.Thread(target=self.verifier.restart, name="moa-verifier-restart", daemon=True).start()
+
     def stop(self) -> None:
         """Stop the shaper and the verifier; safe to call twice."""
+        self._restarts_left = 0
         try:
             self._shaper.stop()
         finally:

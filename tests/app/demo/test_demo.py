@@ -94,7 +94,12 @@ def test_the_link_switches_by_preset_name(demo: Demo) -> None:
         demo.link.set_preset("56k")
 
 
-def test_a_crash_is_reported_and_a_restart_brings_it_back_on_the_same_port(demo: Demo) -> None:
+def test_a_crash_is_reported_and_a_restart_brings_it_back_on_the_same_port() -> None:
+    with Demo.start(DemoOptions(auto_restarts=0), None, echo_command()) as demo:
+        check_crash_and_restart(demo)
+
+
+def check_crash_and_restart(demo: Demo) -> None:
     statuses: list[VerifierStatus] = []
     crashed = threading.Event()
     demo.verifier.subscribe(statuses.append)
@@ -110,6 +115,23 @@ def test_a_crash_is_reported_and_a_restart_brings_it_back_on_the_same_port(demo:
     assert demo.status.state is VerifierState.READY and demo.verifier.port == port
     assert demo.verifier.pid != pid
     assert round_trip(demo.url) == b"ping"
+
+
+def test_a_crashed_verifier_is_restarted_by_itself_a_few_times() -> None:
+    messages: list[str] = []
+    with Demo.start(DemoOptions(auto_restarts=1), messages.append, echo_command()) as demo:
+        first = demo.verifier.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        assert wait_until(lambda: demo.verifier.pid != first and demo.status.state is VerifierState.READY)
+        assert round_trip(demo.url) == b"ping"
+        second = demo.verifier.pid
+        assert second is not None
+        os.kill(second, signal.SIGKILL)
+        assert wait_until(lambda: demo.status.state is VerifierState.CRASHED)
+        time.sleep(0.5)
+        assert demo.status.state is VerifierState.CRASHED  # the allowance is spent: it stays down
+    assert any("restarting it" in m for m in messages) and any("not restarting it again" in m for m in messages)
 
 
 def test_a_verifier_that_gives_up_says_why() -> None:
