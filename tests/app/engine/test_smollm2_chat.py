@@ -1,0 +1,85 @@
+"""The chat engine with the real thing: SmolLM2-135M-Instruct on a moa-server, the shipped MoA draft
+on the client, the link shaper on ``lan``. Three turns (each sending only its new tokens), the third
+sent while the link is down (answered offline, repaired), all equal to plain greedy decoding."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import torch
+
+from app.engine.client_draft import ClientDraft
+from app.engine.events import EngineEvent, Finished, LinkState, Repaired, TokenGenerated
+from app.engine.remote_chat import RemoteChatEngine
+from drafts.data.conversations import Turn
+from drafts.decoding.autoregressive import generate_autoregressive
+from drafts.decoding.config import DecodeConfig
+from drafts.decoding.events import TokenSource
+from drafts.locations import shipped_checkpoint
+from drafts.net import ShaperThread, preset
+from drafts.neural.drafter import NeuralDrafter
+from drafts.target.loading import load_target
+from drafts.target.runner import TargetRunner
+from drafts.training.checkpoint import draft_id, load_draft
+from server_stub.backend.draft_memory import MemoryCompressor
+from tests.app.engine.scenario import engine_config
+from tests.app.engine.servers import ServerThread
+
+pytestmark = pytest.mark.integration
+
+NEW = 24
+USERS = ["Name three colours.", "Which one is the sky?", "Say it in French."]
+
+
+def test_smollm2_chat_reuses_each_turn_and_repairs_a_turn_started_offline() -> None:
+    runner = TargetRunner(load_target(None, torch.device("cpu"), torch.float32))
+    checkpoint = shipped_checkpoint(runner.fingerprint.name, "moa")
+    draft = ClientDraft.of(NeuralDrafter(load_draft(checkpoint, runner)), draft_id(checkpoint), runner)
+    decode = DecodeConfig(max_new_tokens=NEW)
+
+    async def chat(shaper: ShaperThread) -> tuple[list[list[Turn]], list[Finished], list[EngineEvent]]:
+        engine = RemoteChatEngine(engine_config(shaper.port), draft)
+        await engine.open()
+        messages: list[Turn] = []
+        conversations, answers, last = [], [], []
+        for k, text in enumerate(USERS):
+            messages.append(Turn("user", text))
+            if k == len(USERS) - 1:  # the last message is sent with the link down
+                shaper.set_profile(preset("offline"))
+                while engine.state not in (LinkState.OFFLINE, LinkState.RECONNECTING):
+                    await asyncio.sleep(0.02)
+            events = []
+            async for event in engine.stream(messages, decode):
+                events.append(event)
+                if isinstance(event, TokenGenerated) and event.source is TokenSource.OFFLINE and event.position == 4:
+                    shaper.set_profile(preset("lan"))
+            finished = events[-1]
+            assert isinstance(finished, Finished)
+            conversations.append(list(messages))
+            answers.append(finished)
+            last = events
+            messages.append(Turn("assistant", finished.text))
+        await engine.close()
+        return conversations, answers, last
+
+    with (
+        ServerThread(runner, MemoryCompressor.load(checkpoint, runner), resume_grace=30) as server,
+        ShaperThread(upstream_port=server.port, profile=preset("lan")) as shaper,
+    ):
+        conversations, answers, last = asyncio.run(asyncio.wait_for(chat(shaper), 300))
+
+    prompts = [runner.format_chat(c) for c in conversations]
+    for prompt, finished in zip(prompts, answers, strict=True):
+        assert list(finished.tokens) == generate_autoregressive(runner, prompt, decode).tokens
+        assert finished.text == runner.decode(finished.tokens)
+    for k in (1, 2):  # only what follows the last prompt (its answer's end and the new message)
+        assert answers[k].stats.prefill_tokens <= len(prompts[k]) - len(prompts[k - 1])
+    assert any(isinstance(e, TokenGenerated) and e.source is TokenSource.OFFLINE for e in last)
+    assert any(isinstance(e, Repaired) for e in last) and answers[-1].stats.unverified == 0
+    print(
+        "\nSmolLM2 chat over lan: prompt tokens sent per turn "
+        f"{[a.stats.prefill_tokens for a in answers]} of {[len(p) - 1 for p in prompts]}; "
+        f"ttft {[round(a.stats.ttft_s or 0, 3) for a in answers]} s; third turn offline tokens "
+        f"{answers[-1].stats.offline_tokens}, kept {answers[-1].stats.kept_after_repair}"
+    )
