@@ -268,3 +268,40 @@ def test_stats_are_updated_during_the_answer_and_once_before_finished() -> None:
     assert last.round_trips == finished.stats.round_trips and last.tau >= 1.0
     assert last.rtt_ms is not None and last.rtt_ms >= 30  # 2 x 20 ms, server time excluded
     assert last.acceptance_by_depth and all(0.0 <= a <= 1.0 for a in last.acceptance_by_depth)
+
+
+def test_a_slow_link_is_reported_degraded_while_idle() -> None:
+    slow = LinkProfile("slow", latency_ms=120)  # 240 ms round trips
+
+    async def idle(port: int) -> LinkChanged | None:
+        engine = chat_engine(port, degraded_rtt_ms=150, ping_timeout_s=2.0)
+        seen: list[LinkChanged] = []
+        engine.subscribe(lambda e: seen.append(e) if isinstance(e, LinkChanged) else None)
+        await engine.open()
+        for _ in range(100):
+            if engine.state is LinkState.DEGRADED:
+                break
+            await asyncio.sleep(0.05)
+        await engine.close()
+        return next((c for c in seen if c.state is LinkState.DEGRADED), None)
+
+    with ServerThread(SERVER) as server, ShaperThread(upstream_port=server.port, profile=slow) as shaper:
+        degraded = run(idle(shaper.port))
+    assert degraded is not None and degraded.rtt_ms is not None and degraded.rtt_ms > 150
+
+
+def test_a_session_evicted_between_turns_is_replayed_and_the_answer_is_unchanged() -> None:
+    async def chat(server: ServerThread) -> tuple[list[Turn], Finished]:
+        engine = chat_engine(server.port)
+        await engine.open()
+        first, _ = await answer(engine, [Turn("user", USER[0])], GREEDY)
+        server.evict_sessions()
+        messages = [Turn("user", USER[0]), Turn("assistant", first.text), Turn("user", USER[1])]
+        second, _ = await answer(engine, messages, GREEDY)
+        await engine.close()
+        return messages, second
+
+    with ServerThread(SERVER) as server:
+        messages, second = run(chat(server))
+    assert list(second.tokens) == reference(messages, NEW)
+    assert second.stats.prefill_tokens == len(format_chat(TOKENIZER, messages)) - 1  # everything again
