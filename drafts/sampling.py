@@ -6,15 +6,36 @@ lossless acceptance rules in :mod:`drafts.acceptance` require.
 
 Temperature 0 means greedy: ``logits_to_probs`` then returns the one-hot distribution of the
 argmax, which makes every acceptance rule reduce to "accept iff the token is the argmax".
+
+The settings are validated where they enter (this config; the protocol builds it from a frame),
+so no value can turn into NaN inside a batched float32 computation shared with other clients:
+``logits.float() / temperature`` overflows for temperature 1e-45 (a float32 subnormal) and
+``top_p = 5e-324`` is 0 in float32 (every token masked, softmax of nothing). Bounds:
+
+- ``temperature`` is 0 or in [1e-3, 1e3]: real logits stay within +-1e4, so logits / T stays
+  below 1e7, far inside float32; below 1e-3 sampling is the argmax anyway (use 0), above 1e3
+  every distribution is uniform to within float32's rounding of the softmax.
+- ``top_p`` is in [1e-6, 1]: the top token alone holds >= 1/V of the mass, more than 1e-6 for
+  any vocabulary under a million, so a smaller top_p means the same as 1e-6 (the top token).
+- ``seed`` is an int in [0, 2**64) (what ``torch.Generator.manual_seed`` takes).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 
 from drafts.errors import ConfigError
+
+MIN_TEMPERATURE = 1e-3  # see the module docstring: the bounds keep float32 finite
+MAX_TEMPERATURE = 1e3
+MIN_TOP_P = 1e-6
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -27,12 +48,24 @@ class SamplingConfig:
     seed: int | None = None  # seeds the generator of a decoding run; None = nondeterministic
 
     def __post_init__(self) -> None:
-        if self.temperature < 0:
-            raise ConfigError(f"temperature must be >= 0, got {self.temperature}; use 0 for greedy")
-        if self.top_k < 0:
-            raise ConfigError(f"top_k must be >= 0 (0 turns it off), got {self.top_k}")
-        if not 0.0 < self.top_p <= 1.0:
-            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}; use 1.0 to turn it off")
+        if not _is_number(self.temperature) or not (
+            self.temperature == 0 or MIN_TEMPERATURE <= self.temperature <= MAX_TEMPERATURE
+        ):
+            raise ConfigError(
+                f"temperature must be 0 (greedy) or in [{MIN_TEMPERATURE:g}, {MAX_TEMPERATURE:g}], got "
+                f"{self.temperature!r}; below {MIN_TEMPERATURE:g} sampling is greedy anyway: use 0"
+            )
+        if not isinstance(self.top_k, int) or isinstance(self.top_k, bool) or self.top_k < 0:
+            raise ConfigError(f"top_k must be an int >= 0 (0 turns it off), got {self.top_k!r}")
+        if not _is_number(self.top_p) or not MIN_TOP_P <= self.top_p <= 1.0:
+            raise ConfigError(
+                f"top_p must be in [{MIN_TOP_P:g}, 1], got {self.top_p!r}; use 1.0 to turn it off "
+                f"(any smaller top_p keeps the top token alone, as {MIN_TOP_P:g} does)"
+            )
+        if self.seed is not None and (
+            not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed < 2**64
+        ):
+            raise ConfigError(f"seed must be None or an int in [0, 2**64), got {self.seed!r}")
 
     @property
     def greedy(self) -> bool:

@@ -14,6 +14,7 @@ from drafts.target.loading import load_target
 from drafts.target.runner import TargetRunner
 from server_stub.backend.draft_memory import MemoryCompressor
 from server_stub.backend.transformers_backend import TransformersBackend, TransformersBackendConfig
+from server_stub.capacity import default_kv_budget_bytes
 from server_stub.config import ServerConfig
 from server_stub.logs import configure_logging, log_event
 from server_stub.server import VerifierServer
@@ -35,13 +36,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--token-file", type=Path, default=None, help="file with the bearer token clients must send")
     p.add_argument("--certfile", type=Path, default=None, help="TLS certificate (serves wss://); needs --keyfile")
     p.add_argument("--keyfile", type=Path, default=None)
+    p.add_argument(
+        "--allow-insecure-token",
+        action="store_true",
+        help="accept a token off loopback without TLS (only behind a proxy that terminates TLS)",
+    )
     p.add_argument("--max-sessions", type=int, default=d.max_sessions)
+    p.add_argument("--max-sessions-per-client", type=int, default=None, help="per peer address (default: half)")
+    p.add_argument("--max-connections", type=int, default=d.max_connections, help="connections open at once")
+    p.add_argument("--max-connections-per-client", type=int, default=None, help="per address (default: a quarter)")
+    p.add_argument("--hello-timeout", type=float, default=d.hello_timeout, help="seconds a new connection has")
+    p.add_argument("--max-queued-mb", type=int, default=None, help="request bytes queued per connection (2 frames)")
+    p.add_argument(
+        "--max-queued-total-mb", type=int, default=None, help="over all connections (default: 1/8 of free memory)"
+    )
     p.add_argument("--max-context", type=int, default=None, help="tokens per session (default: the target's window)")
     p.add_argument("--max-tree", type=int, default=d.max_tree, help="drafted nodes per verify")
     p.add_argument("--max-frame-bytes", type=int, default=d.max_frame_bytes)
     p.add_argument("--max-batch", type=int, default=d.max_batch, help="sessions verified in one forward pass")
     p.add_argument("--idle-timeout", type=float, default=d.idle_timeout, help="seconds")
-    p.add_argument("--kv-memory-mb", type=int, default=None, help="KV cache budget; LRU sessions evicted beyond it")
+    p.add_argument(
+        "--kv-memory-mb", type=int, default=None, help="KV budget, LRU evicted beyond (default: half the free memory)"
+    )
     p.add_argument("--resume-grace", type=float, default=d.resume_grace, help="seconds a dropped session waits")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
@@ -57,7 +73,14 @@ def config_from(args: argparse.Namespace) -> ServerConfig:
         token_file=args.token_file,
         certfile=args.certfile,
         keyfile=args.keyfile,
+        allow_insecure_token=args.allow_insecure_token,
         max_sessions=args.max_sessions,
+        max_sessions_per_client=args.max_sessions_per_client,
+        max_connections=args.max_connections,
+        max_connections_per_client=args.max_connections_per_client,
+        hello_timeout=args.hello_timeout,
+        max_queued_mb=args.max_queued_mb,
+        max_queued_total_mb=args.max_queued_total_mb,
         max_context=args.max_context,
         max_tree=args.max_tree,
         max_frame_bytes=args.max_frame_bytes,
@@ -69,16 +92,18 @@ def config_from(args: argparse.Namespace) -> ServerConfig:
 
 
 def load_backend(config: ServerConfig) -> TransformersBackend:
-    """The target (and the MoA server part, if asked) on the chosen device."""
+    """The target (and the MoA server part, if asked) on the chosen device; the KV budget from what is left."""
     device = resolve_device(config.device)
     runner = TargetRunner(load_target(config.target, device, default_dtype(device)))
     compressor = MemoryCompressor.load(config.draft_checkpoint, runner) if config.draft_checkpoint else None
-    return TransformersBackend(runner, backend_config(config), compressor)
+    kv_budget = config.kv_memory_bytes or default_kv_budget_bytes(device)  # measured after the model is loaded
+    return TransformersBackend(runner, backend_config(config, kv_budget), compressor)
 
 
-def backend_config(config: ServerConfig) -> TransformersBackendConfig:
-    """The server's limits, as the transformers backend takes them."""
-    return TransformersBackendConfig(config.max_context, config.max_tree, config.max_batch, config.kv_memory_bytes)
+def backend_config(config: ServerConfig, kv_budget: int | None = None) -> TransformersBackendConfig:
+    """The server's limits, as the transformers backend takes them (``kv_budget`` when none is configured)."""
+    kv = config.kv_memory_bytes or kv_budget
+    return TransformersBackendConfig(config.max_context, config.max_tree, config.max_batch, kv)
 
 
 async def serve(config: ServerConfig, backend: TransformersBackend) -> None:

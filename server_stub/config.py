@@ -1,4 +1,21 @@
-"""The server's configuration: built once from the command line, validated at construction, then frozen."""
+"""The server's configuration: built once from the command line, validated at construction, then frozen.
+
+Every limit has a safe default (issue 13: one client must not be able to hurt another, and a
+server started with no flags must not exhaust its machine); each refusal names its flag:
+
+    --max-connections 256           connections open at once (a new one beyond it: BUSY, closed)
+    --max-connections-per-client 64 of them from one client address
+    --hello-timeout 10              seconds a new connection may take to say Hello
+    --max-sessions 64               open plus resumable sessions
+    --max-sessions-per-client 32    of them for one client address (its oldest detached one makes room)
+    --max-queued-mb (2 frames)      request bytes read but not yet answered, per connection
+    --max-queued-total-mb (derived) the same over all connections: 1/8 of free memory, 256 MiB..4 GiB
+    --kv-memory-mb (derived)        every session's KV: half the target device's free memory
+
+A "client" is a peer address: behind a reverse proxy every client shares one, so raise the
+per-client limits there. A token off loopback travels in clear without TLS, so it needs
+--certfile/--keyfile, or --allow-insecure-token said explicitly (e.g. behind a TLS proxy).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +25,7 @@ from pathlib import Path
 
 from drafts.errors import ConfigError
 from drafts.protocol import Limits
+from server_stub.capacity import default_queued_total_bytes
 
 MIB = 2**20
 
@@ -19,18 +37,25 @@ class ServerConfig:
     device: str = "auto"  # cuda, then mps, then cpu
     draft_checkpoint: Path | None = None  # a MoA checkpoint whose LSA + Ekv2E runs here ("memory" vectors)
     # where, and who may connect
-    host: str = "127.0.0.1"  # loopback: only this machine; anything else needs a token
+    host: str = "127.0.0.1"  # loopback: only this machine; anything else needs a token (and TLS)
     port: int = 8765  # 0 = any free port (tests)
     token_file: Path | None = None  # a shared secret clients send as "Authorization: Bearer <token>"
     certfile: Path | None = None  # TLS certificate (wss://); needs keyfile
     keyfile: Path | None = None
+    allow_insecure_token: bool = False  # accept a token off loopback without TLS (a TLS proxy in front)
     # limits, each answered with an Error reply while the server keeps serving
     max_sessions: int = 64  # open plus resumable sessions
+    max_sessions_per_client: int | None = None  # per peer address; None = half of max_sessions
+    max_connections: int = 256  # open at once; beyond, a new connection gets BUSY and is closed
+    max_connections_per_client: int | None = None  # per peer address; None = a quarter of max_connections
+    hello_timeout: float = 10.0  # seconds a new connection has to send Hello
+    max_queued_mb: int | None = None  # request bytes queued per connection; None = 2 x max_frame_bytes
+    max_queued_total_mb: int | None = None  # over all connections; None = derived from free memory (capacity.py)
     max_context: int | None = None  # tokens per session; None = the target's context window
     max_tree: int = 64  # drafted nodes per Verify; big trees cost more than they gain (NOTES.md)
     max_frame_bytes: int = 64 * MIB  # largest frame answered (a 2048-token SmolLM2 prefill with fp16 KV is 47 MB)
     idle_timeout: float = 300.0  # seconds without a request before a connection is closed (resumable)
-    kv_memory_mb: int | None = None  # KV cache budget over all sessions; least recently used evicted beyond it
+    kv_memory_mb: int | None = None  # KV budget over all sessions (LRU evicted beyond); None = from free memory
     resume_grace: float = 60.0  # seconds a dropped client's session waits to be resumed
     max_batch: int = 16  # sessions verified in one forward pass
 
@@ -43,20 +68,37 @@ class ServerConfig:
                 "pass --token-file F (a file holding a long random secret; clients send it as a bearer token), "
                 "or listen on 127.0.0.1"
             )
+        if not self.loopback and self.certfile is None and not self.allow_insecure_token:
+            raise ConfigError(
+                f"--host {self.host} with a token but no TLS would send the token in clear over the network: "
+                "pass --certfile and --keyfile, or --allow-insecure-token if a TLS proxy terminates in front"
+            )
         for path in (self.token_file, self.certfile, self.keyfile):
             if path is not None and not path.is_file():
                 raise ConfigError(f"{path} does not exist or is not a file; check the path")
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"--port must be in 0..65535, got {self.port}")
-        for name in ("max_sessions", "max_tree", "max_frame_bytes", "max_batch"):
+        for name in ("max_sessions", "max_tree", "max_frame_bytes", "max_batch", "max_connections"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
-        for name in ("max_context", "kv_memory_mb"):
+        for name in (
+            "max_context",
+            "kv_memory_mb",
+            "max_sessions_per_client",
+            "max_connections_per_client",
+            "max_queued_mb",
+            "max_queued_total_mb",
+        ):
             value = getattr(self, name)
             if value is not None and value < 1:
-                raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {value}; omit it for no limit")
-        if self.idle_timeout <= 0 or self.resume_grace < 0:
-            raise ConfigError("--idle-timeout must be > 0 and --resume-grace >= 0 (seconds)")
+                raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {value}; omit it for the default")
+        if self.idle_timeout <= 0 or self.resume_grace < 0 or self.hello_timeout <= 0:
+            raise ConfigError("--idle-timeout and --hello-timeout must be > 0 and --resume-grace >= 0 (seconds)")
+        if self.max_queued_mb is not None and self.max_queued_mb * MIB < self.max_frame_bytes:
+            raise ConfigError(
+                f"--max-queued-mb {self.max_queued_mb} is below one frame (--max-frame-bytes {self.max_frame_bytes}); "
+                "raise it, or lower --max-frame-bytes"
+            )
 
     @property
     def loopback(self) -> bool:
@@ -71,6 +113,25 @@ class ServerConfig:
     @property
     def kv_memory_bytes(self) -> int | None:
         return None if self.kv_memory_mb is None else self.kv_memory_mb * MIB
+
+    @property
+    def sessions_per_client(self) -> int:
+        return self.max_sessions_per_client or max(1, self.max_sessions // 2)
+
+    @property
+    def connections_per_client(self) -> int:
+        return self.max_connections_per_client or max(1, self.max_connections // 4)
+
+    @property
+    def queued_bytes(self) -> int:
+        """Request bytes one connection may have read and not yet had answered."""
+        return self.max_queued_mb * MIB if self.max_queued_mb else 2 * self.max_frame_bytes
+
+    def queued_total_bytes(self) -> int:
+        """The same over all connections (reads the machine's free memory unless set)."""
+        if self.max_queued_total_mb is not None:
+            return self.max_queued_total_mb * MIB
+        return max(self.queued_bytes, default_queued_total_bytes())
 
     def limits(self, vocab: int) -> Limits:
         """What the protocol accepts from a client; q of a full tree over ``vocab`` tokens must fit."""

@@ -45,6 +45,7 @@ from drafts.protocol import (
     Verify,
     Welcome,
 )
+from server_stub.admission import ConnectionSlots, QueuedBytes
 from server_stub.answers import Reply, Request, reply_to
 from server_stub.backend.base import MEMORY, BackendCapabilities, TargetBackend
 from server_stub.cancels import CancelToken
@@ -56,7 +57,7 @@ from server_stub.errors import (
     TargetMismatchError,
     error_code,
 )
-from server_stub.logs import log_event
+from server_stub.logs import Throttle, log_event
 from server_stub.sessions import SessionRecord, SessionRegistry
 from server_stub.worker import InferenceWorker
 
@@ -75,6 +76,9 @@ class Services:
     backend_caps: BackendCapabilities  # what the backend offers
     limits: Limits
     capabilities: Capabilities  # what Welcome announces
+    slots: ConnectionSlots  # connections per client and in all
+    queued: QueuedBytes  # request bytes waiting, per connection and in all
+    rejections: Throttle  # the log lines of refused frames and handshakes
 
 
 class Connection:
@@ -86,21 +90,37 @@ class Connection:
         self.protocol = ServerProtocol(services.limits)
         self.record: SessionRecord | None = None
         self.peer = str(websocket.remote_address)
+        address = websocket.remote_address
+        self.client = str(address[0]) if isinstance(address, tuple) and address else self.peer
         self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=MAX_PIPELINED)
         self._busy = False  # the processor is answering a request
         self._bye = False  # the client ended the session
         self._superseded = False  # another connection resumed this one's session
         self._closing: asyncio.Task[None] | None = None
         self._pending: dict[int, CancelToken] = {}  # request_id -> token, from read until answered
+        self._queued: dict[int, int] = {}  # request_id -> bytes of its frame, from read until answered
 
     async def run(self) -> None:
+        refusal = self.services.slots.admit(self.client)
+        if refusal is not None:
+            await self._refuse_connection(refusal)
+            return
         try:
             if await self._handshake():
                 await self._serve()
         except ConnectionClosed:
             pass  # a dropped client: its session waits for a resume
         finally:
+            self.services.slots.leave(self.client)
+            self.services.queued.give(sum(self._queued.values()))
+            self._queued.clear()
             await self._finish()
+
+    async def _refuse_connection(self, refusal: str) -> None:
+        self.services.rejections.log(log, "connection.refused", peer=self.peer, reason=refusal)
+        with contextlib.suppress(ConnectionClosed):
+            await self.ws.send(self.protocol.send(Error(None, ErrorCode.BUSY, refusal, fatal=True)))
+        await self.ws.close(1013, "server at its connection limit")
 
     def supersede(self) -> None:
         self._superseded = True
@@ -110,12 +130,16 @@ class Connection:
     # -- handshake -------------------------------------------------------------------------------
     async def _handshake(self) -> bool:
         try:
-            frame = await asyncio.wait_for(self.ws.recv(), self.services.config.idle_timeout)
+            frame = await asyncio.wait_for(self.ws.recv(), self.services.config.hello_timeout)
         except TimeoutError:
+            self.services.rejections.log(log, "handshake.timeout", peer=self.peer)
+            message = f"no Hello within {self.services.config.hello_timeout:g} s (the server's --hello-timeout)"
+            await self.ws.send(self.protocol.send(Error(None, ErrorCode.UNEXPECTED_MESSAGE, message, fatal=True)))
             return False
         for event in self.protocol.receive(frame):
             if isinstance(event, FrameRejected):
-                log_event(log, "handshake.rejected", logging.WARNING, peer=self.peer, code=event.error.code.value)
+                code = event.error.code.value
+                self.services.rejections.log(log, "handshake.rejected", peer=self.peer, code=code)
                 await self.ws.send(event.reply)
             elif isinstance(event, Hello):
                 return await self._welcome(event)
@@ -127,7 +151,7 @@ class Connection:
             self._check_draft(hello)
             resumed, committed = await self._attach(hello)
         except ServerError as exc:
-            log_event(log, "session.refused", logging.WARNING, peer=self.peer, code=exc.code.value, reason=str(exc))
+            self.services.rejections.log(log, "session.refused", peer=self.peer, code=exc.code.value, reason=str(exc))
             await self.ws.send(self.protocol.send(Error(None, exc.code, str(exc), fatal=True)))
             return False
         assert self.record is not None
@@ -179,6 +203,7 @@ class Connection:
         if hello.resume_session is not None:
             record = registry.resume(hello.resume_session, hello.needs, self)
             if record is not None:
+                record.client = self.client
                 self.record = record
                 committed = await self._resume_length(record.session_id, hello.resume_length)
                 if committed is not None:
@@ -190,7 +215,7 @@ class Connection:
                 "was evicted, or it was opened for another draft); a new session follows: replay the conversation"
             )
             await self.ws.send(self.protocol.send(Error(None, ErrorCode.SESSION_UNKNOWN, notice, fatal=False)))
-        record = registry.new(hello.needs, self)
+        record = registry.new(hello.needs, self, self.client)
         try:
             await self.services.worker.call(
                 lambda backend: backend.open(record.session_id, hello.needs), record.session_id
@@ -243,10 +268,22 @@ class Connection:
                     self._cancel(event.request_id, "Cancel")
                     continue
                 if isinstance(event, Prefill | Verify | Rewind | Generate):
+                    if not await self._admit(event, len(frame)):
+                        continue
                     self._pending.setdefault(event.request_id, CancelToken())
                 elif isinstance(event, Bye):
                     self._cancel_all("Bye")
                 await self._queue.put(event)
+
+    async def _admit(self, request: Request, nbytes: int) -> bool:
+        """Account the request's frame against the queued-bytes limits, or refuse it (BUSY) at once."""
+        refusal = self.services.queued.take(nbytes, sum(self._queued.values()))
+        if refusal is not None:
+            self.services.rejections.log(log, "request.refused", session=self._session_id(), reason=refusal)
+            await self.ws.send(self.protocol.send(Error(request.request_id, ErrorCode.BUSY, refusal, fatal=False)))
+            return False
+        self._queued[request.request_id] = self._queued.get(request.request_id, 0) + nbytes
+        return True
 
     def _cancel(self, request_id: int, reason: str) -> None:
         token = self._pending.get(request_id)
@@ -282,13 +319,8 @@ class Connection:
 
     async def _handle(self, item: Any) -> None:
         if isinstance(item, FrameRejected):
-            log_event(
-                log,
-                "frame.rejected",
-                logging.WARNING,
-                session=self._session_id(),
-                code=item.error.code.value,
-                reason=item.error.message,
+            self.services.rejections.log(
+                log, "frame.rejected", session=self._session_id(), code=item.error.code.value, reason=item.error.message
             )
             await self.ws.send(item.reply)
         elif isinstance(item, Prefill | Verify | Rewind | Generate):
@@ -329,6 +361,7 @@ class Connection:
             reply = Error(request.request_id, code, message, fatal=False)
         finally:
             self._pending.pop(request.request_id, None)
+            self.services.queued.give(self._queued.pop(request.request_id, 0))
         ms = round((time.perf_counter() - started) * 1e3, 2)
         log_event(
             log,

@@ -46,3 +46,39 @@ def configure_logging(level: int = logging.INFO, stream: TextIO | None = None) -
     root.handlers[:] = [handler]
     root.setLevel(level)
     logging.getLogger("websockets").setLevel(max(level, logging.WARNING))  # its per-frame debug is noise
+
+
+class Throttle:
+    """At most ``burst`` log lines per ``window_s`` seconds for one noisy event; the rest are counted.
+
+    A flood of rejected frames must not become a flood of log lines (a cheap way to fill a disk):
+    the first ``burst`` of each window are logged, and the next line logged says how many were
+    suppressed in between (field ``suppressed``).
+    """
+
+    def __init__(self, burst: int = 10, window_s: float = 10.0) -> None:
+        self.burst = burst
+        self.window_s = window_s
+        self._window_start = -float("inf")
+        self._logged = 0
+        self.suppressed = 0  # since the last line logged
+        self.suppressed_total = 0
+
+    def allow(self, now: float | None = None) -> bool:
+        now = time.monotonic() if now is None else now
+        if now - self._window_start >= self.window_s:
+            self._window_start, self._logged = now, 0
+        if self._logged < self.burst:
+            self._logged += 1
+            return True
+        self.suppressed += 1
+        self.suppressed_total += 1
+        return False
+
+    def log(self, logger: logging.Logger, event: str, level: int = logging.WARNING, **fields: Any) -> None:
+        """``log_event`` if this window still allows it, with the count suppressed since the last line."""
+        if not self.allow():
+            return
+        if self.suppressed:
+            fields["suppressed"], self.suppressed = self.suppressed, 0
+        log_event(logger, event, level, **fields)

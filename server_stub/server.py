@@ -22,17 +22,19 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.http11 import Request, Response
 
 from drafts.protocol import Capabilities
+from server_stub.admission import ConnectionSlots, QueuedBytes
 from server_stub.auth import authorized, read_token
 from server_stub.backend.base import TargetBackend
 from server_stub.config import ServerConfig
 from server_stub.connection import Connection, Services
-from server_stub.logs import log_event
+from server_stub.logs import Throttle, log_event
 from server_stub.payloads import PAYLOAD
 from server_stub.sessions import SessionRegistry
 from server_stub.worker import InferenceWorker
 
 log = logging.getLogger(__name__)
 PING_INTERVAL_S = 10.0  # a dead client is noticed within ~20 s; its session then waits resume_grace
+SOCKET_QUEUE_FRAMES = 4  # per connection; the request queue and its byte limits hold the rest
 
 
 class VerifierServer:
@@ -42,11 +44,15 @@ class VerifierServer:
         self.config = config
         self.backend = backend
         self.worker = InferenceWorker(backend)
-        self.registry = SessionRegistry(config.max_sessions, config.resume_grace, self._expired)
+        self.registry = SessionRegistry(
+            config.max_sessions, config.resume_grace, self._expired, config.sessions_per_client
+        )
         self._token = read_token(config.token_file) if config.token_file else None
         self._server: Server | None = None
         self._closed = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()  # background closes of expired sessions
+        self.rejections = Throttle()  # refused frames, handshakes and connections: a few log lines per window
+        self.services: Services | None = None  # once started
 
     @property
     def port(self) -> int:
@@ -75,7 +81,11 @@ class VerifierServer:
                 payload=PAYLOAD,
                 batching=caps.batching,
             ),
+            slots=ConnectionSlots(self.config.max_connections, self.config.connections_per_client),
+            queued=QueuedBytes(self.config.queued_bytes, self.config.queued_total_bytes()),
+            rejections=self.rejections,
         )
+        self.services = services
 
         async def handle(websocket: ServerConnection) -> None:
             try:
@@ -91,6 +101,7 @@ class VerifierServer:
             process_request=self._authorize if self._token else None,
             ssl=self._tls(),
             max_size=self.config.socket_max_bytes,
+            max_queue=SOCKET_QUEUE_FRAMES,  # frames websockets buffers before TCP pushes back (not 16 x 128 MB)
             compression=None,  # activations do not deflate; compressing them only costs CPU
             ping_interval=PING_INTERVAL_S,
             ping_timeout=PING_INTERVAL_S,
@@ -104,6 +115,12 @@ class VerifierServer:
             tls=self.config.certfile is not None,
             memory_draft=caps.memory_draft_id,
             max_sessions=self.config.max_sessions,
+            max_sessions_per_client=self.config.sessions_per_client,
+            max_connections=self.config.max_connections,
+            max_connections_per_client=self.config.connections_per_client,
+            max_queued_mb=round(services.queued.per_connection / 2**20, 1),
+            max_queued_total_mb=round(services.queued.total / 2**20, 1),
+            kv_memory_mb=_kv_budget_mb(self.backend),
         )
 
     async def serve_forever(self) -> None:
@@ -122,9 +139,15 @@ class VerifierServer:
 
     def _authorize(self, connection: ServerConnection, request: Request) -> Response | None:
         assert self._token is not None
-        if authorized(request.headers.get("Authorization"), self._token):
+        values = request.headers.get_all("Authorization")
+        if len(values) > 1:  # Headers.get would raise (an HTTP 500 with a traceback): answer it
+            self.rejections.log(log, "auth.refused", peer=str(connection.remote_address), reason="duplicate header")
+            return connection.respond(
+                HTTPStatus.BAD_REQUEST, "send one Authorization header ('Authorization: Bearer <token>'), not several\n"
+            )
+        if authorized(values[0] if values else None, self._token):
             return None
-        log_event(log, "auth.refused", logging.WARNING, peer=str(connection.remote_address))
+        self.rejections.log(log, "auth.refused", peer=str(connection.remote_address))
         response = connection.respond(
             HTTPStatus.UNAUTHORIZED,
             "moa-server needs a bearer token: send 'Authorization: Bearer <token>' with the token from the "
@@ -150,3 +173,9 @@ class VerifierServer:
         task = asyncio.get_running_loop().create_task(close())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _kv_budget_mb(backend: TargetBackend) -> float | None:
+    """The backend's KV budget for the start log, if it has one to report."""
+    budget = getattr(getattr(backend, "config", None), "kv_memory_bytes", None)
+    return None if budget is None else round(budget / 2**20, 1)

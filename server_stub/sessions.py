@@ -8,6 +8,10 @@ SESSION_UNKNOWN and a fresh session, and the client replays its tokens.
 
 A resume while the old connection still looks alive (the server has not noticed the drop yet)
 takes the session over: the old connection is told it was superseded and closes.
+
+Each session belongs to a *client* (its connection's peer address). One client may hold at most
+``per_client`` sessions, so it cannot take the whole server: when it is at its limit, its own
+oldest detached session makes room, else it gets BUSY naming ``--max-sessions-per-client``.
 """
 
 from __future__ import annotations
@@ -41,13 +45,17 @@ class SessionRecord:
     generator: torch.Generator = field(default_factory=torch.Generator)  # the session's T > 0 randomness
     seed: int | None = None  # the seed the generator was last set from
     expiry: asyncio.TimerHandle | None = None  # while detached
+    client: str = ""  # the peer address of the connection that opened or last resumed it
 
 
 class SessionRegistry:
     """Sessions by id; see the module docstring."""
 
-    def __init__(self, max_sessions: int, grace: float, on_expire: Callable[[str], None]) -> None:
+    def __init__(
+        self, max_sessions: int, grace: float, on_expire: Callable[[str], None], per_client: int | None = None
+    ) -> None:
         self.max_sessions = max_sessions
+        self.per_client = per_client or max_sessions
         self.grace = grace
         self.on_expire = on_expire
         self._records: dict[str, SessionRecord] = {}  # in creation order
@@ -59,21 +67,32 @@ class SessionRegistry:
     def get(self, session_id: str) -> SessionRecord | None:
         return self._records.get(session_id)
 
-    def new(self, needs: Needs, owner: Owner) -> SessionRecord:
-        """A fresh session attached to ``owner``; when full, the oldest detached session makes room."""
+    def new(self, needs: Needs, owner: Owner, client: str = "") -> SessionRecord:
+        """A fresh session attached to ``owner``; at a limit, the oldest detached session within it makes room."""
+        mine = [r for r in self._records.values() if r.client == client]
+        if len(mine) >= self.per_client:
+            self._make_room(
+                mine,
+                f"this client ({client or 'unknown'}) holds {len(mine)} sessions, the server's "
+                "--max-sessions-per-client limit; close one (Bye) or retry later",
+            )
         if len(self._records) >= self.max_sessions:
-            detached = next((r for r in self._records.values() if r.owner is None), None)
-            if detached is None:
-                raise ServerBusyError(
-                    f"the server holds {self.max_sessions} sessions, its --max-sessions limit; "
-                    "retry later, or ask the operator to raise the limit"
-                )
-            self.expire(detached.session_id)
+            self._make_room(
+                list(self._records.values()),
+                f"the server holds {self.max_sessions} sessions, its --max-sessions limit; "
+                "retry later, or ask the operator to raise the limit",
+            )
         session_id = f"s{next(self._counter)}-{secrets.token_urlsafe(12)}"  # unguessable: the id resumes a session
-        record = SessionRecord(session_id, needs, owner)
+        record = SessionRecord(session_id, needs, owner, client=client)
         record.generator.seed()
         self._records[session_id] = record
         return record
+
+    def _make_room(self, records: list[SessionRecord], refusal: str) -> None:
+        detached = next((r for r in records if r.owner is None), None)
+        if detached is None:
+            raise ServerBusyError(refusal)
+        self.expire(detached.session_id)
 
     def resume(self, session_id: str, needs: Needs, owner: Owner) -> SessionRecord | None:
         """Attach the session to ``owner``, or None if it is gone or was opened for other needs."""

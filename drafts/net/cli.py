@@ -26,6 +26,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--upstream", default="127.0.0.1:8765", help="HOST:PORT of the real server")
     p.add_argument("--profile", default="lan", help=f"starting link: {', '.join(PRESETS)} (default lan)")
     p.add_argument("--seed", type=int, default=0, help="seed of jitter and loss")
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let --listen be a non-loopback address (exposes the upstream server, token or not, to the network)",
+    )
     return p
 
 
@@ -57,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             listen_host=listen_host,
             listen_port=listen_port,
             seed=args.seed,
+            allow_remote=args.allow_remote,
         )
         with link:
             listening = f"[{listen_host}]:{link.port}" if ":" in listen_host else f"{listen_host}:{link.port}"

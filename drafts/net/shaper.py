@@ -21,6 +21,10 @@ Going offline closes the listening socket, so new connects are refused, and rese
 connection both ways (RST, not FIN: each end sees the link fail, not a polite close). Going
 back online listens again on the same port.
 
+The shaper listens on loopback only unless told ``allow_remote=True`` (``--allow-remote``): it
+forwards to a verifier that may be serving loopback without a token, and listening on another
+address would hand that tokenless server to the network.
+
 :class:`LinkShaper` lives on the caller's asyncio loop; :class:`ShaperThread` runs one on its
 own loop in a background thread, for synchronous code, tests, and programs that own other loops.
 """
@@ -30,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import ipaddress
 import random
 import socket
 import struct
@@ -38,6 +43,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from drafts.errors import ConfigError
 from drafts.net.link import PRESETS, LinkProfile, TokenBucket
 
 CHUNK_BYTES = 4096  # unit of jitter, loss and bandwidth: about three TCP segments
@@ -82,6 +88,25 @@ class _Connection:
         self.task.cancel()
 
 
+def is_loopback(host: str) -> bool:
+    """Whether only this machine can reach ``host`` (a name other than localhost may resolve anywhere)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def require_loopback(host: str, allow_remote: bool) -> None:
+    if not allow_remote and not is_loopback(host):
+        raise ConfigError(
+            f"the link shaper would listen on {host}, reachable from other machines, and forward them to a "
+            "verifier that may take no token on loopback; listen on 127.0.0.1, or pass --allow-remote "
+            "(allow_remote=True) if that is what you mean"
+        )
+
+
 def _reset(writer: asyncio.StreamWriter) -> None:
     """Abort with an RST rather than a FIN, so the peer sees the connection fail at once."""
     sock = writer.get_extra_info("socket")
@@ -122,8 +147,10 @@ class LinkShaper:
         listen_host: str = "127.0.0.1",
         listen_port: int = 0,
         seed: int = 0,
+        allow_remote: bool = False,
     ) -> LinkShaper:
-        """Listen on ``listen_host:listen_port`` (0 picks a free port, see :attr:`port`)."""
+        """Listen on ``listen_host:listen_port`` (0 picks a free port, see :attr:`port`); loopback unless allowed."""
+        require_loopback(listen_host, allow_remote)
         shaper = cls(listen_host, upstream_host, upstream_port, profile, seed)
         await shaper._listen(listen_port)
         if profile.offline:  # the port is reserved above, so going online later reuses it
@@ -291,8 +318,11 @@ class ShaperThread:
         listen_port: int = 0,
         seed: int = 0,
         timeout_s: float = 10.0,
+        allow_remote: bool = False,
     ):
+        require_loopback(listen_host, allow_remote)  # before any thread starts
         self._start_kwargs: dict[str, Any] = dict(
+            allow_remote=allow_remote,
             upstream_host=upstream_host,
             upstream_port=upstream_port,
             profile=profile,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from drafts.acceptance import accept_tree
+from drafts.acceptance import Acceptance, accept_tree
 from drafts.protocol import Needs
 from drafts.target.activations import ActivationRequest, Activations
 from drafts.target.runner import TargetRunner
@@ -136,7 +136,7 @@ class TransformersBackend:
 
     def verify(self, jobs: Sequence[VerifyJob]) -> list[VerifyOutcome | ServerError]:
         results: list[VerifyOutcome | ServerError | None] = [None] * len(jobs)
-        ready: list[int] = []
+        ready: list[int] = []  # jobs that passed their checks; each is then decided on its own row
         for i, job in enumerate(jobs):
             try:
                 self._check_job(job, [jobs[j].session_id for j in ready])
@@ -188,30 +188,48 @@ class TransformersBackend:
         return sum(s.kv_bytes for s in self._sessions.values())
 
     # -- batched verification ----------------------------------------------------------------
-    def _verify_batch(self, jobs: Sequence[VerifyJob]) -> list[VerifyOutcome]:
+    def _verify_batch(self, jobs: Sequence[VerifyJob]) -> list[VerifyOutcome | ServerError]:
+        """One forward for all jobs; every row's acceptance is decided before any row is committed,
+        and a row whose acceptance fails fails alone, its session unchanged."""
         t0 = time.perf_counter()
         sessions = [self._live(job.session_id) for job in jobs]
         rows = [BatchRow(target, job.root_token, job.tree) for job, (_, target) in zip(jobs, sessions, strict=True)]
         hidden_layers = sorted({layer for s, _ in sessions for layer in s.request.hidden_layers})
         batch = forward_batch(self.runner, rows, hidden_layers)
-        acceptances, kept = [], []
-        for b, (job, (session, target)) in enumerate(zip(jobs, sessions, strict=True)):
-            acceptance = accept_tree(job.tree, batch.logits[b].cpu(), job.sampling, job.generator)
+        decided = [self._accept(job, batch.logits[b]) for b, job in enumerate(jobs)]
+        ok = [b for b, d in enumerate(decided) if isinstance(d, Acceptance)]
+        kept = []
+        for b in ok:
+            acceptance, (session, target) = decided[b], sessions[b]
+            assert isinstance(acceptance, Acceptance)
             keep = [0, *acceptance.path]  # the root and the accepted path, in tree order
             commit_row(batch, b, target, keep)
             index = torch.tensor(keep, device=self.runner.device)
             hidden = {i: batch.hidden[b][i][index] for i in session.request.hidden_layers}
             kv = target.tail_kv(len(keep)) if session.request.all_layer_kv else None
-            acceptances.append(acceptance)
             kept.append(Activations(hidden, kv))
-        vectors = self._vectors([s for s, _ in sessions], kept)
+        vectors = iter(self._vectors([sessions[b][0] for b in ok], kept))
         timings = StepTimings((time.perf_counter() - t0) * 1e3, len(jobs))
         for job, (session, _) in zip(jobs, sessions, strict=True):
             self._account(job.session_id, session, keep=[j.session_id for j in jobs])
-        return [
-            VerifyOutcome(job.session_id, acceptance, target.length, vector, timings)
-            for job, acceptance, (_, target), vector in zip(jobs, acceptances, sessions, vectors, strict=True)
-        ]
+        results: list[VerifyOutcome | ServerError] = []
+        for job, d, (_, target) in zip(jobs, decided, sessions, strict=True):
+            if isinstance(d, Acceptance):
+                results.append(VerifyOutcome(job.session_id, d, target.length, next(vectors), timings))
+            else:
+                results.append(d)
+        return results
+
+    def _accept(self, job: VerifyJob, logits: torch.Tensor) -> Acceptance | ServerError:
+        """The acceptance of one row, or its error (the row alone fails; nothing is committed yet)."""
+        try:
+            return accept_tree(job.tree, logits.cpu(), job.sampling, job.generator)
+        except (RuntimeError, ValueError) as exc:  # e.g. torch.multinomial on NaN probabilities
+            log_event(log, "verify.row_failed", logging.WARNING, session=job.session_id, error=str(exc)[:200])
+            return InvalidRequestError(
+                f"the target could not accept this draft under its sampling settings ({str(exc)[:120]}); "
+                "check temperature, top_k, top_p and q; the session is unchanged"
+            )
 
     def _vectors(self, sessions: Sequence[_Session], acts: Sequence[Activations]) -> list[Activations]:
         """What each session's needs ask for; the memory of all of them compressed in one call."""

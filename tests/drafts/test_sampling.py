@@ -41,9 +41,7 @@ def test_temperature_divides_the_logits_before_the_softmax() -> None:
 def test_temperature_one_is_the_plain_softmax() -> None:
     logits = torch.tensor([1.0, 2.0, 0.5, -1.0])
 
-    torch.testing.assert_close(
-        logits_to_probs(logits, SamplingConfig(temperature=1.0)), torch.softmax(logits, -1)
-    )
+    torch.testing.assert_close(logits_to_probs(logits, SamplingConfig(temperature=1.0)), torch.softmax(logits, -1))
 
 
 @pytest.mark.parametrize("k", [1, 2, 5, 7])
@@ -103,10 +101,17 @@ def test_transforms_apply_to_every_row_of_a_batch() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"temperature": -0.1}, "temperature must be >= 0"),
-        ({"top_k": -1}, "top_k must be >= 0"),
-        ({"top_p": 0.0}, r"top_p must be in \(0, 1\]"),
-        ({"top_p": 1.5}, r"top_p must be in \(0, 1\]"),
+        ({"temperature": -0.1}, r"temperature must be 0 \(greedy\) or in \[0.001, 1000\]"),
+        ({"top_k": -1}, "top_k must be an int >= 0"),
+        ({"top_p": 0.0}, r"top_p must be in \[1e-06, 1\]"),
+        ({"top_p": 1.5}, r"top_p must be in \[1e-06, 1\]"),
+        # values that pass a plain range check but underflow or overflow in float32 (issue 13)
+        ({"temperature": 1e-300}, "use 0"),
+        ({"temperature": 1e-45}, "use 0"),
+        ({"temperature": float("inf")}, "temperature must be"),
+        ({"temperature": float("nan")}, "temperature must be"),
+        ({"top_p": 5e-324}, "top_p must be"),
+        ({"seed": -1}, "seed must be"),
     ],
 )
 def test_invalid_options_raise_a_config_error_that_says_how_to_fix_them(options: dict, message: str) -> None:
@@ -151,3 +156,14 @@ def test_sample_frequencies_follow_the_probabilities() -> None:
 
     # binomial standard deviation of each count is at most sqrt(20000 * 0.25) ~ 71; allow 5 sigma
     assert torch.all((counts - 20_000 * HAND_PROBS.double()).abs() < 5 * math.sqrt(20_000 * 0.25))
+
+
+@pytest.mark.parametrize("options", [{"temperature": 1e-3}, {"temperature": 1e3}, {"top_p": 1e-6}])
+def test_the_extreme_settings_allowed_give_finite_probabilities(options: dict) -> None:
+    logits = torch.randn(3, 49152, generator=torch.Generator().manual_seed(0)) * 30  # (rows, V) sharp logits
+    cfg = SamplingConfig(**{"temperature": 1.0, **options})
+
+    probs = logits_to_probs(logits, cfg)
+
+    assert bool(torch.isfinite(probs).all()) and torch.allclose(probs.sum(-1), torch.ones(3))
+    assert sample(probs, cfg.generator()).shape == (3,)

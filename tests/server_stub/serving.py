@@ -66,5 +66,3 @@ async def closed_by_server(client: RemoteClient) -> bool:
     except ConnectionClosed:
         return True
     return False
-
-

@@ -22,6 +22,7 @@ def test_flags_become_the_server_config(tmp_path: Path) -> None:
             "9000",
             "--token-file",
             str(token),
+            "--allow-insecure-token",
             "--max-sessions",
             "3",
             "--max-context",
@@ -32,10 +33,24 @@ def test_flags_become_the_server_config(tmp_path: Path) -> None:
             "64",
             "--resume-grace",
             "5",
+            "--max-connections",
+            "40",
+            "--max-connections-per-client",
+            "4",
+            "--max-sessions-per-client",
+            "2",
+            "--hello-timeout",
+            "3",
+            "--max-queued-mb",
+            "200",
+            "--max-queued-total-mb",
+            "900",
         ]
     )
     config = config_from(args)
 
+    assert (config.max_connections, config.connections_per_client, config.sessions_per_client) == (40, 4, 2)
+    assert (config.hello_timeout, config.queued_bytes, config.queued_total_bytes()) == (3, 200 * 2**20, 900 * 2**20)
     assert (config.host, config.port, config.token_file, config.max_sessions) == ("0.0.0.0", 9000, token, 3)
     assert config.kv_memory_bytes == 64 * 2**20 and config.resume_grace == 5
     limits = backend_config(config)

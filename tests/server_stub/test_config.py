@@ -21,11 +21,38 @@ def test_loopback_needs_no_token(host: str) -> None:
     assert ServerConfig(host=host).loopback
 
 
-def test_beyond_loopback_a_token_file_is_enough(tmp_path: Path) -> None:
+def test_beyond_loopback_a_token_needs_tls_or_an_explicit_insecure_flag(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("x" * 32)
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert.write_text("")
+    key.write_text("")
+
+    with pytest.raises(ConfigError, match="in clear.*--certfile and --keyfile, or --allow-insecure-token"):
+        ServerConfig(host="0.0.0.0", token_file=token)
+    assert not ServerConfig(host="0.0.0.0", token_file=token, certfile=cert, keyfile=key).loopback
+    assert not ServerConfig(host="0.0.0.0", token_file=token, allow_insecure_token=True).loopback
+
+
+def test_a_token_on_loopback_needs_no_tls(tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text("x" * 32)
 
-    assert not ServerConfig(host="0.0.0.0", token_file=token).loopback
+    assert ServerConfig(token_file=token).loopback
+
+
+def test_the_default_limits_are_bounded_and_derived_from_the_machine() -> None:
+    config = ServerConfig()
+
+    assert config.sessions_per_client < config.max_sessions and config.connections_per_client < config.max_connections
+    assert config.hello_timeout < config.idle_timeout
+    assert config.queued_bytes == 2 * config.max_frame_bytes
+    assert config.queued_bytes <= config.queued_total_bytes() <= max(config.queued_bytes, 4096 * 2**20)
+
+
+def test_a_queue_smaller_than_one_frame_is_refused() -> None:
+    with pytest.raises(ConfigError, match="--max-queued-mb 1 is below one frame"):
+        ServerConfig(max_queued_mb=1)
 
 
 def test_a_certificate_needs_its_key(tmp_path: Path) -> None:

@@ -138,5 +138,3 @@ def test_an_evicted_session_is_replayed_after_session_unknown() -> None:
 
 
 # -- shutdown -----------------------------------------------------------------------------------
-
-

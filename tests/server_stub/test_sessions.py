@@ -97,3 +97,17 @@ def test_a_new_seed_reseeds_the_sessions_generator_and_the_same_seed_does_not() 
     again = torch.rand(3, generator=SessionRegistry.generator(record, seeded))
 
     assert not torch.equal(first, second) and torch.equal(first, again)
+
+
+def test_one_client_at_its_limit_is_busy_while_another_client_still_gets_sessions() -> None:
+    async def scenario() -> None:
+        sessions = SessionRegistry(8, 10.0, lambda _: None, per_client=2)
+        greedy = [sessions.new(NEEDS, FakeOwner(), "10.0.0.1") for _ in range(2)]
+        with pytest.raises(ServerBusyError, match="--max-sessions-per-client"):
+            sessions.new(NEEDS, FakeOwner(), "10.0.0.1")
+        assert sessions.new(NEEDS, FakeOwner(), "10.0.0.2").client == "10.0.0.2"
+        sessions.detach(greedy[0])  # its own detached session makes room for it, not someone else's
+        third = sessions.new(NEEDS, FakeOwner(), "10.0.0.1")
+        assert sessions.get(greedy[0].session_id) is None and third.client == "10.0.0.1" and len(sessions) == 3
+
+    asyncio.run(scenario())

@@ -13,7 +13,8 @@ from drafts.sampling import SamplingConfig
 from drafts.target.activations import Activations
 from drafts.tree import DraftTree
 from server_stub.backend.base import StepTimings, VerifyJob, VerifyOutcome
-from server_stub.errors import ServerError, SessionUnknownError
+from server_stub.cancels import CancelToken
+from server_stub.errors import RequestCancelledError, ServerError, SessionUnknownError
 from server_stub.worker import InferenceWorker
 
 
@@ -108,3 +109,65 @@ def test_after_stop_nothing_more_is_accepted() -> None:
             await worker.call(note("late"))
 
     asyncio.run(scenario())
+
+
+def test_a_verify_does_not_wait_behind_other_sessions_prefills() -> None:
+    """32 new connections prefilling at once must not hold up a session that is already verifying."""
+    backend = RecordingBackend()
+
+    async def scenario() -> None:
+        worker = InferenceWorker(backend)  # type: ignore[arg-type]
+        prefills = [asyncio.ensure_future(worker.call(note(f"prefill {i}"), session=f"new{i}")) for i in range(32)]
+        verify = asyncio.ensure_future(worker.verify(job("old")))
+        await asyncio.sleep(0)  # everything is queued before the thread starts
+        worker.start()
+        await asyncio.gather(verify, *prefills)
+        await worker.stop()
+
+    asyncio.run(scenario())
+
+    assert backend.log.index(("verify", ["old"])) <= 1  # at most one prefill before it, not 32
+    assert [e for e in backend.log if isinstance(e, str)] == [f"prefill {i}" for i in range(32)]  # calls in order
+
+
+def test_one_sessions_work_keeps_its_order_while_other_sessions_interleave() -> None:
+    backend = RecordingBackend()
+
+    async def scenario() -> None:
+        worker = InferenceWorker(backend)  # type: ignore[arg-type]
+        pending = [
+            asyncio.ensure_future(worker.call(note("a prefill"), session="a")),
+            asyncio.ensure_future(worker.verify(job("a"))),
+            asyncio.ensure_future(worker.call(note("b prefill"), session="b")),
+            asyncio.ensure_future(worker.verify(job("c"))),
+        ]
+        await asyncio.sleep(0)
+        worker.start()
+        await asyncio.gather(*pending)
+        await worker.stop()
+
+    asyncio.run(scenario())
+
+    assert backend.log.index("a prefill") < backend.log.index(("verify", ["a"]))  # a's verify after a's prefill
+    assert backend.log[0] == ("verify", ["c"])  # c was not made to wait for a's or b's prefill
+
+
+def test_a_cancelled_job_is_answered_cancelled_without_running() -> None:
+    backend = RecordingBackend()
+
+    async def scenario() -> Any:
+        worker = InferenceWorker(backend)  # type: ignore[arg-type]
+        token = CancelToken()
+        cancelled = asyncio.ensure_future(worker.verify(job("a"), token))
+        kept = asyncio.ensure_future(worker.verify(job("b")))
+        await asyncio.sleep(0)
+        token.cancel("Cancel")
+        worker.start()
+        results = await asyncio.gather(cancelled, kept, return_exceptions=True)
+        await worker.stop()
+        return results
+
+    cancelled, kept = asyncio.run(scenario())
+
+    assert isinstance(cancelled, RequestCancelledError) and isinstance(kept, tuple)
+    assert backend.log == [("verify", ["b"])]

@@ -65,3 +65,12 @@ def test_the_module_runs_and_quits_on_request() -> None:
     assert done.returncode == 0, done.stderr
     assert "lan -> 5g (25 ms RTT, 50 Mbit/s)" in done.stdout
     assert "5g -> lan" not in done.stdout  # nothing after quit
+
+
+@pytest.mark.parametrize("listen", ["0.0.0.0:0", "[::]:0", "192.168.1.5:0", "example.org:0"])
+def test_a_non_loopback_listen_address_is_refused_unless_allowed_explicitly(
+    listen: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli.main(["--listen", listen, "--upstream", UNUSED_UPSTREAM])
+
+    assert code == 2 and "--allow-remote" in capsys.readouterr().err

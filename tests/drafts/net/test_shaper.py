@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
+from drafts.errors import ConfigError
 from drafts.net.link import PRESETS, Jitter, LinkProfile
 from drafts.net.shaper import LinkShaper, ShaperThread
 from tests.drafts.net.echo import ThreadedEchoServer, start_echo_server
@@ -262,3 +263,12 @@ def test_the_shaper_thread_serves_synchronous_code_and_cuts_it_when_offline() ->
 
         assert link.stats().cut_connections == 1
         assert link.stats().bytes_up == 4
+
+
+def test_the_shaper_refuses_a_non_loopback_address_unless_allowed_and_listens_where_allowed() -> None:
+    with pytest.raises(ConfigError, match="allow_remote"):
+        ShaperThread(upstream_port=1, listen_host="0.0.0.0")
+    with ShaperThread(upstream_port=1, listen_host="0.0.0.0", allow_remote=True) as link:
+        assert link.port > 0
+    with ShaperThread(upstream_port=1, listen_host="localhost") as link:
+        assert link.port > 0

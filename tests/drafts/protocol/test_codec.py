@@ -162,7 +162,20 @@ def test_sampling_settings_out_of_range_are_a_bad_frame() -> None:
     error = _refused(_frame(header, payload))
 
     assert error.code is ErrorCode.BAD_FRAME
-    assert "top_p must be in (0, 1]" in str(error)
+    assert "top_p must be in [1e-06, 1]" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("temperature", 1e-300), ("temperature", 1e-45), ("top_p", 5e-324), ("temperature", 1e300), ("seed", 2**53)],
+)
+def test_sampling_settings_that_underflow_or_overflow_float32_are_a_bad_frame(field: str, value: float) -> None:
+    header, payload = _parts(verify())
+    header["sampling"][field] = value
+
+    error = _refused(_frame(header, payload))
+
+    assert error.code is ErrorCode.BAD_FRAME and field in str(error) and error.request_id == 1
 
 
 def test_an_unknown_error_code_is_a_bad_frame() -> None:

@@ -154,3 +154,31 @@ def test_an_empty_prefill_commits_nothing() -> None:
     assert outcome.committed == 0 and outcome.vectors.kv is None
     (first,) = b.verify([VerifyJob("s", 3, DraftTree.chain([4]), GREEDY)])
     assert isinstance(first, VerifyOutcome) and first.committed >= 1
+
+
+def unchecked(**fields: object) -> SamplingConfig:
+    """A SamplingConfig that skipped validation: what a bug or an unvalidated path would hand the backend."""
+    config = object.__new__(SamplingConfig)
+    for name, value in {"temperature": 0.0, "top_k": 0, "top_p": 1.0, "seed": None, **fields}.items():
+        object.__setattr__(config, name, value)
+    return config
+
+
+def test_a_row_whose_acceptance_fails_fails_alone_and_its_session_is_unchanged() -> None:
+    b = backend()
+    for i, name in enumerate(("a", "poisoned", "c")):
+        opened(b, name, 8, seed=i)
+    poisoned = unchecked(temperature=1e-300)  # NaN in float32: torch.multinomial raises inside acceptance
+    tree = DraftTree.chain([3, 4])
+    jobs = [
+        VerifyJob("a", 1, tree, GREEDY),
+        VerifyJob("poisoned", 1, tree, poisoned, torch.Generator().manual_seed(0)),
+        VerifyJob("c", 1, tree, GREEDY),
+    ]
+
+    results = b.verify(jobs)
+
+    assert isinstance(results[0], VerifyOutcome) and isinstance(results[2], VerifyOutcome)
+    assert isinstance(results[1], InvalidRequestError) and "session is unchanged" in str(results[1])
+    assert b.committed("poisoned") == b.cached_tokens("poisoned") == 8
+    assert b.committed("a") == results[0].committed > 8 and b.committed("c") == results[2].committed > 8
