@@ -24,6 +24,7 @@ from drafts.decoding.config import DecodeConfig
 from drafts.decoding.events import TokenSource
 from drafts.decoding.stopping import StopReason
 from drafts.net import LinkProfile, ShaperThread, preset
+from drafts.sampling import SamplingConfig
 from drafts.target.chat import format_chat
 from tests.app.engine.chat_scenario import (
     CLIENT,
@@ -305,3 +306,28 @@ def test_a_session_evicted_between_turns_is_replayed_and_the_answer_is_unchanged
         messages, second = run(chat(server))
     assert list(second.tokens) == reference(messages, NEW)
     assert second.stats.prefill_tokens == len(format_chat(TOKENIZER, messages)) - 1  # everything again
+
+
+def test_at_a_temperature_a_chat_samples_each_turn_to_its_length_and_still_sends_only_new_tokens() -> None:
+    sampled = DecodeConfig(max_new_tokens=NEW, sampling=SamplingConfig(temperature=1.0, seed=7))
+
+    async def chat(port: int) -> tuple[list[Turn], list[Finished]]:
+        engine = chat_engine(port, kind="eagle")
+        await engine.open()
+        messages: list[Turn] = []
+        answers = []
+        for text in USER[:3]:
+            messages.append(Turn("user", text))
+            finished, _ = await answer(engine, messages, sampled)
+            answers.append(finished)
+            messages.append(Turn("assistant", finished.text))
+        await engine.close()
+        return messages, answers
+
+    with ServerThread(SERVER) as server:
+        messages, answers = run(chat(server.port))
+    assert all(len(a.tokens) == NEW and a.stop is StopReason.MAX_TOKENS for a in answers)
+    for k in (1, 2):
+        prompt = format_chat(TOKENIZER, messages[: 2 * k + 1])
+        before = format_chat(TOKENIZER, messages[: 2 * k - 1]) + list(answers[k - 1].tokens)
+        assert answers[k].stats.prefill_tokens == len(prompt) - len(before)
