@@ -58,6 +58,8 @@ def _settings_from(table: dict[str, Any], path: Path) -> tuple[Settings, list[st
             values[key] = option.coerce(value)
         except ConfigError as exc:
             messages.append(f"{path}: {exc}; using the default {option.default!r}")
+    if "server" in values and "mode" not in table:  # as --server does: a verifier URL means remote mode
+        values["mode"] = "remote"
     return Settings(**values), messages
 
 

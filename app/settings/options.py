@@ -152,7 +152,7 @@ OPTIONS: tuple[Option, ...] = (
         "auto",
         "where the draft (and, locally, the target) runs",
         f"one of {', '.join(DEVICE_CHOICES)}",
-        lambda v: v in DEVICE_CHOICES,
+        lambda v: v.split(":")[0] in DEVICE_CHOICES,
         str,
     ),
     Option(

@@ -29,11 +29,13 @@ def echo_command(*extra: str):
 
 
 def alive(pid: int) -> bool:
+    """Running (a zombie, dead but not yet reaped by a container's init, does not count)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z")
 
 
 def wait_until(condition, timeout_s: float = 10.0) -> bool:

@@ -87,3 +87,11 @@ def test_an_unwritable_place_is_a_clear_error(tmp_path: Path) -> None:
     blocker.write_text("")
     with pytest.raises(SettingsWriteError, match="--config F"):
         save_settings(Settings(), blocker / "config.toml")
+
+
+def test_a_server_in_the_file_means_remote_mode_unless_a_mode_is_given(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('server = "ws://verifier:8765"\n')
+    assert load_settings(path)[0].mode == "remote"
+    path.write_text('server = "ws://verifier:8765"\nmode = "api"\n')
+    assert load_settings(path)[0].mode == "api"

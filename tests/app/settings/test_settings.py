@@ -71,3 +71,7 @@ def test_replace_validates() -> None:
     assert Settings().replace(theme="nord").theme == "nord"
     with pytest.raises(ConfigError, match="max_tokens"):
         Settings().replace(max_tokens=-1)
+
+
+def test_a_device_may_name_its_index() -> None:
+    assert Settings(device="cuda:1").device == "cuda:1"
