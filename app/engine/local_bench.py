@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import platform
 import time
 from collections.abc import Sequence
 
@@ -25,10 +24,11 @@ import torch
 from app.engine.chat import Message
 from app.engine.local_chat import LocalChatEngine
 from app.engine.local_models import LocalConfig, load_models
+from drafts.bench.environment import cpu_model
 from drafts.decoding.autoregressive import generate_autoregressive
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.speculative import generate
-from drafts.drafters.base import Drafter
+from drafts.drafters.base import Drafter, DraftShape
 from drafts.target.runner import TargetRunner
 
 PROMPTS = (
@@ -45,11 +45,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draft", default="moa", help="the local engine's draft (a registry name)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--chain", type=int, default=4, help="drafted tokens per round")
+    parser.add_argument("--confidence", type=float, default=0.0, help="end a chain below this draft confidence")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     runner, drafter = load_models(LocalConfig(draft=args.draft, device=args.device))
-    decode = DecodeConfig(max_new_tokens=args.tokens)
+    decode = DecodeConfig(max_new_tokens=args.tokens, shape=DraftShape(args.chain, min_confidence=args.confidence))
     totals = {method: [0.0, 0.0] for method in ("ar", "spec", "local", "local-ar")}  # tokens, seconds
     for _ in range(args.repeats):
         for prompt in PROMPTS:
@@ -65,9 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         ),
         "prompts": len(PROMPTS) * args.repeats,
         "draft": args.draft,
+        "shape": decode.shape.describe(),
         "device": str(runner.device),
         "threads": torch.get_num_threads(),
-        "cpu": platform.processor() or platform.machine(),
+        "cpu": cpu_model(),
     }
     print(json.dumps(result, indent=2))
     return 0
