@@ -85,13 +85,19 @@ class Progress:
     """Running totals, logged after every batch."""
 
     started: float = field(default_factory=time.perf_counter)
+    cpu_started: float = field(default_factory=time.process_time)  # CPU time: the fair rate on a shared core
     conversations: int = 0
     batches: int = 0
     prompt_tokens: int = 0
     new_tokens: int = 0
 
     def rate(self) -> float:
+        """New tokens per wall-clock second."""
         return self.new_tokens / max(1e-9, time.perf_counter() - self.started)
+
+    def cpu_rate(self) -> float:
+        """New tokens per second of this process's CPU time (what it would do with a core to itself)."""
+        return self.new_tokens / max(1e-9, time.process_time() - self.cpu_started)
 
 
 Log = Callable[[str], None]
@@ -219,7 +225,7 @@ def _batch_line(progress: Progress, batch: list[Job], n_new: int, seconds: float
     return (
         f"{time.strftime('%H:%M:%S')} batch {progress.batches}: {len(batch)} seqs ({sampled} sampled), "
         f"prompt ~{prompt} tok, {n_new} new tokens in {seconds:.1f} s = {n_new / max(1e-9, seconds):.1f} tok/s | "
-        f"total {progress.new_tokens:,} new tokens, {progress.rate():.1f} tok/s, "
+        f"total {progress.new_tokens:,} new tokens, {progress.rate():.1f} tok/s, {progress.cpu_rate():.1f} tok/CPU-s, "
         f"{progress.conversations} conversations written (+{resumed} before)"
     )
 
@@ -268,7 +274,8 @@ def _run(args: argparse.Namespace, cfg: AnswerConfig) -> int:
     )
     print(
         f"target_answers: done: {progress.conversations} conversations, {progress.new_tokens:,} new tokens "
-        f"({progress.prompt_tokens:,} prompt tokens) at {progress.rate():.1f} tok/s; in {args.out}",
+        f"({progress.prompt_tokens:,} prompt tokens) at {progress.rate():.1f} tok/s, "
+        f"{progress.cpu_rate():.1f} tok/CPU-s; in {args.out}",
         file=sys.stderr,
     )
     return 0

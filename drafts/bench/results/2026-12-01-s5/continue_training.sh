@@ -6,12 +6,13 @@
 #   nohup taskset -c 1 drafts/bench/results/2026-12-01-s5/continue_training.sh > runs/s5.log 2>&1 &
 # Settings (environment): GEN_UNTIL (HH:MM UTC, when generation stops between batches),
 # TOKENS (per draft; runs/s5-tokens overrides it when training starts), LR, TOPK (HASS top-K weight).
+# Logs: runs/s5.log (generation), runs/s5-{moa,eagle}.log (training).
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."  # the repository root
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1
 unset OMP_WAIT_POLICY
 DATA=${DATA:-runs/s5_answers.jsonl}
-GEN_UNTIL=${GEN_UNTIL:-21:10}
+GEN_UNTIL=${GEN_UNTIL:-21:05}
 LR=${LR:-3e-4}
 TOPK=${TOPK:-1.0}
 CK=drafts/checkpoints/smollm2-135m-instruct
@@ -25,7 +26,8 @@ if [ ! -d runs/s5-moa ]; then
 fi
 TOKENS=$(cat runs/s5-tokens 2>/dev/null || echo "${TOKENS:-250000}")
 echo "continue_training: $(wc -l < "$DATA") conversations in $DATA; $TOKENS tokens per draft, lr $LR, topk $TOPK"
-# 2. both drafts, equal tokens, from the shipped checkpoints (MoA without its staircase curriculum)
+# 2. both drafts at once (each gets half the core, so both end together), equal tokens, from the
+# shipped checkpoints (MoA without its staircase curriculum); activations cached for later epochs
 for kind in moa eagle; do
   out=runs/s5-$kind
   if [ -f $out/trainer_state.pt ]; then
@@ -34,6 +36,8 @@ for kind in moa eagle; do
     start="--init $CK/$kind"
     if [ $kind = moa ]; then start="$start --no-staircase"; fi
   fi
-  moa-train --draft $kind $start --data "$DATA" --tokens "$TOKENS" --lr "$LR" --topk-weight "$TOPK" --out $out
+  moa-train --draft $kind $start --data "$DATA" --tokens "$TOKENS" --lr "$LR" --topk-weight "$TOPK" --out $out \
+    --feature-cache runs/s5-features-$kind > runs/s5-$kind.log 2>&1 &
 done
+wait
 echo "continue_training: done $(date -u +%H:%M)"
