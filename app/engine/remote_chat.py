@@ -113,8 +113,9 @@ class RemoteChatEngine:
         await self._stop_keeping()  # the generation reconnects by itself while it runs
         self._streaming = True
         try:
-            async for event in self.engine.stream(prompt, decode):
-                yield event
+            async with contextlib.aclosing(self.engine.stream(prompt, decode)) as events:
+                async for event in events:
+                    yield event  # a consumer that stops reading stops the generation (aclosing)
         finally:
             self._streaming = False
             if self.engine._session is not None:  # not closed meanwhile

@@ -130,3 +130,24 @@ def test_a_synchronous_caller_cancels_and_the_engine_serves_the_next_prompt() ->
 
 def _greedy(n: int) -> list[int]:
     return generate_autoregressive(CLIENT, PROMPT, DecodeConfig(max_new_tokens=n)).tokens
+
+
+def test_a_chat_consumer_that_stops_reading_stops_the_answer_and_the_next_one_is_the_targets() -> None:
+    async def chat(port: int) -> tuple[bool, Finished, list[Turn]]:
+        engine = chat_engine(port)
+        await engine.open()
+        messages = [Turn("user", "hello")]
+        async for event in engine.stream(messages, DecodeConfig(max_new_tokens=60)):
+            if isinstance(event, TokenGenerated) and event.position == 1:
+                break
+        await asyncio.sleep(0.2)  # the abandoned generator is closed by the loop's finalizer hook
+        stopped = engine.engine._producer is None  # nothing runs on behind the reader's back
+        follow = [*messages, Turn("assistant", "ok"), Turn("user", "why")]
+        after = [e async for e in engine.stream(follow, DecodeConfig(max_new_tokens=10))][-1]
+        await engine.close()
+        assert isinstance(after, Finished)
+        return stopped, after, follow
+
+    with ServerThread(SERVER) as server, ShaperThread(upstream_port=server.port, profile=FAR) as shaper:
+        stopped, after, follow = run(chat(shaper.port))
+    assert stopped and list(after.tokens) == reference(follow, 10)
