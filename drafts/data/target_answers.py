@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import signal
 import sys
 import time
 import zlib
@@ -116,8 +117,9 @@ def answer_conversations(
 ) -> Progress:
     """Answer every conversation not yet in ``out_path``; append each finished one as a JSON line.
 
-    ``deadline`` (a ``time.time()``) stops the job between batches; conversations in flight are
-    lost and redone by the next run.
+    ``deadline`` (a ``time.time()``) stops the job between batches. Conversations in flight
+    (answered in part) are then written as they stand, as they are when the job is stopped with
+    SIGTERM (:func:`main` turns it into ``SystemExit``); a rerun skips them.
     """
     done = written_ids(out_path)
     source = (conv for conv in conversations if conv.id not in done)
@@ -125,27 +127,34 @@ def answer_conversations(
     progress = Progress()
     pad_id = getattr(tokenizer, "pad_token_id", None) or 0
     with out_path.open("a", encoding="utf-8") as out:
-        while True:
-            _refill(pending, source, tokenizer, cfg)
-            if not pending or (deadline is not None and time.time() >= deadline):
-                break
-            batch = _take_batch(pending, cfg.batch_size)
-            t0 = time.perf_counter()
-            rows = [Row(job.prompt, _budget(job, cfg), job.temperature) for job in batch]
-            generator = torch.Generator().manual_seed(_batch_seed(cfg.seed, batch))
-            replies = decode_batch(model, rows, stop_ids, pad_id=pad_id, generator=generator)
-            n_new = sum(len(reply) for reply in replies)
-            progress.batches += 1
-            progress.prompt_tokens += sum(len(job.prompt) for job in batch)
-            progress.new_tokens += n_new
-            for job, reply in zip(batch, replies, strict=True):
-                if _advance(job, reply, tokenizer, cfg):
-                    pending.append(job)
-                else:
-                    _write(out, job)
-                    progress.conversations += 1
-            log(_batch_line(progress, batch, n_new, time.perf_counter() - t0, len(done)))
+        try:
+            while True:
+                _refill(pending, source, tokenizer, cfg)
+                if not pending or (deadline is not None and time.time() >= deadline):
+                    break
+                batch = _take_batch(pending, cfg.batch_size)
+                t0 = time.perf_counter()
+                replies = _answer(batch, model, stop_ids, pad_id, cfg)
+                n_new = sum(len(reply) for reply in replies)
+                progress.batches += 1
+                progress.prompt_tokens += sum(len(job.prompt) for job in batch)
+                progress.new_tokens += n_new
+                for job, reply in zip(batch, replies, strict=True):
+                    if _advance(job, reply, tokenizer, cfg):
+                        pending.append(job)
+                    else:
+                        progress.conversations += _write(out, job)
+                log(_batch_line(progress, batch, n_new, time.perf_counter() - t0, len(done)))
+        finally:  # at the deadline or on SIGTERM: keep the answers of conversations still in flight
+            for job in pending:
+                progress.conversations += _write(out, job)
     return progress
+
+
+def _answer(batch: list[Job], model: Any, stop_ids: frozenset[int], pad_id: int, cfg: AnswerConfig) -> list[list[int]]:
+    rows = [Row(job.prompt, _budget(job, cfg), job.temperature) for job in batch]
+    generator = torch.Generator().manual_seed(_batch_seed(cfg.seed, batch))
+    return decode_batch(model, rows, stop_ids, pad_id=pad_id, generator=generator)
 
 
 def _refill(pending: list[Job], source: Iterator[Conversation], tokenizer: Any, cfg: AnswerConfig) -> None:
@@ -211,12 +220,14 @@ def _batch_seed(seed: int, batch: list[Job]) -> int:
     return zlib.crc32(key.encode())
 
 
-def _write(out: Any, job: Job) -> None:
+def _write(out: Any, job: Job) -> int:
+    """Append the job's conversation if it holds an answer; how many were written (0 or 1)."""
     if not any(turn.role == "assistant" for turn in job.history):
-        return
+        return 0
     record = conversation_record(job.conv.id, job.history, job.temperature) | {"source": SOURCE}
     out.write(json.dumps(record, ensure_ascii=False) + "\n")
     out.flush()
+    return 1
 
 
 def _batch_line(progress: Progress, batch: list[Job], n_new: int, seconds: float, resumed: int) -> str:
@@ -263,6 +274,7 @@ def _run(args: argparse.Namespace, cfg: AnswerConfig) -> int:
     from drafts.target.loading import load_target
 
     torch.set_num_threads(args.threads)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # runs the writer's finally
     conversations = shuffled(load_sharegpt("train"), cfg.seed)[: args.limit]  # never the held-out split
     loaded = load_target(args.target, resolve_device(args.device), torch.float32)
     stop_ids = stop_token_ids(loaded.tokenizer, loaded.model.generation_config.eos_token_id)

@@ -173,3 +173,17 @@ def test_smollm2_batched_greedy_answers_are_what_moa_bench_ar_decodes(tmp_path: 
         ar = generate_autoregressive(runner, runner.format_chat(conv.turns), DecodeConfig(max_new_tokens=24))
         tokens = [t for t in ar.tokens if t not in runner.stop_ids]
         assert written[conv.id] == runner.tokenizer.decode(tokens, skip_special_tokens=True)
+
+
+def test_a_stopped_job_keeps_the_answers_of_conversations_in_flight(model: torch.nn.Module, tmp_path: Path) -> None:
+    out = tmp_path / "answers.jsonl"
+    cfg = AnswerConfig(batch_size=4, max_new_tokens=4, context=120, min_answer_tokens=8, sampled_share=0.0)
+
+    def stop(line: str) -> None:
+        raise SystemExit(143)  # as SIGTERM does in main
+
+    with pytest.raises(SystemExit):
+        answer_conversations(chats(), out, model, ChatTokenizer(), STOP, cfg, log=stop)
+
+    assert sorted(row["id"] for row in rows(out)) == ["c0", "c1", "c2", "c3"]
+    assert all([turn["from"] for turn in row["conversations"]] == ["human", "gpt"] for row in rows(out))
