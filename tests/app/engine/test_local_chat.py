@@ -180,6 +180,24 @@ def test_the_next_turn_runs_only_what_follows_the_common_prefix_and_is_still_pla
     assert list(second.tokens) == ar_tokens(runner, second_messages)
 
 
+def test_a_sampled_chat_keeps_its_prefix_reuse_and_repeats_itself_for_a_seed(runner: CountingRunner) -> None:
+    sampled = DecodeConfig(24, SamplingConfig(temperature=1.0, seed=7), DraftShape(gamma=3))
+
+    async def chat() -> tuple[Finished, Finished, list[Message]]:
+        engine = LocalChatEngine.of(runner, moa(runner))
+        await engine.open()
+        first = finished(await collect(engine, FIRST, sampled))
+        second_messages = reply(FIRST, first, "And three more?")
+        return first, finished(await collect(engine, second_messages, sampled)), second_messages
+
+    first, second, second_messages = run(chat)
+    again = run(chat)
+
+    assert (first.tokens, second.tokens) == (again[0].tokens, again[1].tokens)
+    assert len(first.tokens) == len(second.tokens) == 24
+    assert second.stats.prefill_tokens <= len(runner.format_chat(second_messages)) - len(runner.format_chat(FIRST))
+
+
 @pytest.mark.parametrize("drafter", ["moa", "lookup"])
 def test_an_edited_earlier_message_rewinds_to_it_and_answers_as_from_scratch(
     runner: CountingRunner, drafter: str
