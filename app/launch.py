@@ -5,7 +5,8 @@
         launched.demo, launched.link        # the demo (verifier + shaper) and its LinkControl, or None
 
 The demo is needed by ``demo`` mode and by ``api`` mode without ``--server``. Its verifier loads
-in its own process while this one loads the draft, so the two slow loads overlap. Leaving the
+in its own process while this one loads the draft, so the two loads overlap. A GGUF target is
+converted (once per machine, into the cache) before either starts, so they do not both convert it. Leaving the
 ``with`` (normally, by Ctrl+C or an error) stops the demo; so does the exit of this process
 (:mod:`app.demo.tether`).
 """
@@ -19,6 +20,9 @@ from app.demo import Demo, DemoOptions, LinkControl
 from app.engine.chat import ChatEngine, EngineInfo
 from app.engine.factory import Progress, build_engine, resolve_draft
 from app.settings import Settings
+from drafts.target.loading import ensure_converted
+
+FIRST_START = "first start: converting the target model for this machine, once (about a minute)"
 
 
 def needs_demo(settings: Settings) -> bool:
@@ -51,6 +55,7 @@ class Launched:
 def launch(settings: Settings, on_progress: Progress | None = None) -> Launched:
     """Start what ``settings`` ask for; see the module docstring."""
     progress = on_progress or (lambda message: None)
+    ensure_converted(settings.target, lambda: progress(FIRST_START))  # once, before two processes load it
     if not needs_demo(settings):
         engine, info = build_engine(settings, progress)
         return Launched(engine, info, None)

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,18 +116,37 @@ def _load_error(what: str, exc: Exception) -> ModelLoadError:
     )
 
 
-def _converted(gguf: Path) -> Path:
+def _converted(gguf: Path, on_convert: Callable[[], None] | None = None) -> Path:
     """The safetensors copy of ``gguf`` in the cache, converting it on first use."""
     stat = gguf.stat()
     key = hashlib.sha256(f"{gguf.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:12]
     out = converted_models_dir() / f"{gguf.stem}-{key}"
     if (out / "config.json").exists():
         return out
-    tmp = out.with_name(out.name + ".partial")
+    if on_convert is not None:
+        on_convert()
+    tmp = out.with_name(f"{out.name}.partial-{os.getpid()}")  # per process: two may convert at once (demo)
     shutil.rmtree(tmp, ignore_errors=True)
-    _convert_gguf(gguf, tmp)
-    tmp.rename(out)
+    try:
+        _convert_gguf(gguf, tmp)
+        tmp.rename(out)
+    except OSError:
+        if not (out / "config.json").exists():
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)  # another process finished the same conversion first
     return out
+
+
+def ensure_converted(spec: str | None, on_convert: Callable[[], None] | None = None) -> None:
+    """Convert a GGUF target (``spec`` as :func:`load_target` takes it) into the cache now, if it is not
+    there yet, calling ``on_convert()`` first; a later :func:`load_target` then takes seconds."""
+    spec = spec or DEFAULT_TARGET
+    if spec == "smollm2":
+        _converted(smollm2_gguf(), on_convert)
+    elif spec == "gemma3-270m":
+        _converted(_gemma_gguf(), on_convert)
+    elif spec.endswith(".gguf") and Path(spec).expanduser().is_file():
+        _converted(Path(spec).expanduser(), on_convert)
 
 
 def _convert_gguf(gguf: Path, out: Path) -> None:
@@ -169,4 +189,4 @@ def context_length(model: PreTrainedModel) -> int:
     return int(getattr(config, "max_position_embeddings", 2048))
 
 
-__all__ = ["LoadedTarget", "TargetFingerprint", "context_length", "load_target", "tokenizer_hash"]
+__all__ = ["LoadedTarget", "TargetFingerprint", "context_length", "ensure_converted", "load_target", "tokenizer_hash"]
