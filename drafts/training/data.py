@@ -1,8 +1,10 @@
 """Training conversations: the ShareGPT train split (never the held-out 200) or a ShareGPT-style
-JSON / JSONL file (such as the target-regenerated responses of ``drafts.data.regenerate``)."""
+JSON / JSONL file, gzipped or not (such as the target's own answers of ``drafts.data.regenerate``
+and ``drafts.data.target_answers``, kept as ``drafts/data/generated/*.jsonl.gz``)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -33,8 +35,12 @@ def load_training_conversations(spec: str) -> list[Conversation]:
 
 
 def _read_rows(path: Path) -> list[object]:
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".json":
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8") as file:
+            text = file.read()
+    else:
+        text = path.read_text(encoding="utf-8")
+    if path.name.removesuffix(".gz").endswith(".json"):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
