@@ -35,6 +35,7 @@ from app.engine.local_generation import LocalGeneration
 from app.engine.local_models import LocalConfig, load_models
 from drafts.decoding.config import DecodeConfig
 from drafts.drafters.base import Drafter
+from drafts.errors import ConfigError
 from drafts.target.device import resolve_device
 from drafts.target.loading import DEFAULT_TARGET
 from drafts.target.runner import TargetRunner
@@ -65,11 +66,17 @@ class LocalChatEngine:
         return engine
 
     def describe(self) -> EngineInfo:
-        draft = self.config.draft or "none"
-        if self.runner is None:
-            return EngineInfo("local", draft, self.config.target or DEFAULT_TARGET, self.config.device, "this device")
+        if self.runner is None:  # not loaded yet: what will be
+            target = self.config.target or DEFAULT_TARGET
+            return EngineInfo("local", self.config.draft or "none", target, self._device_name(), "this device")
         name = self.drafter.name if self.drafter is not None else "none"
         return EngineInfo("local", name, self.runner.fingerprint.name, self.runner.device.type, "this device")
+
+    def _device_name(self) -> str:
+        try:
+            return resolve_device(self.config.device).type
+        except ConfigError:
+            return self.config.device  # open() will say it is missing
 
     def subscribe(self, callback: Callable[[EngineEvent], None]) -> None:
         self._subscribers.append(callback)

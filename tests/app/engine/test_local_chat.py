@@ -307,6 +307,8 @@ def test_describe_names_the_local_mode_and_a_stream_before_open_is_refused(runne
     info = engine.describe()
 
     assert (info.mode, info.draft, info.device, info.verifier) == ("local", "none", "cpu", "this device")
+    unloaded = LocalChatEngine(LocalConfig(draft="eagle", device="cpu")).describe()
+    assert (unloaded.mode, unloaded.draft, unloaded.target, unloaded.device) == ("local", "eagle", "smollm2", "cpu")
     with pytest.raises(Exception, match="open"):
         run(lambda: collect(engine, FIRST))
     with pytest.raises(ConfigError, match="checkpoint"):
