@@ -151,3 +151,27 @@ def test_a_chat_consumer_that_stops_reading_stops_the_answer_and_the_next_one_is
     with ServerThread(SERVER) as server, ShaperThread(upstream_port=server.port, profile=FAR) as shaper:
         stopped, after, follow = run(chat(shaper.port))
     assert stopped and list(after.tokens) == reference(follow, 10)
+
+
+def test_cancel_stops_a_generate_on_the_server_long_before_its_end() -> None:
+    long = 230  # the tiny target's context holds 256
+
+    async def scenario(port: int, server: ServerThread) -> tuple[Finished, int]:
+        engine = RemoteEngine(engine_config(port), Draftless.of(SERVER_RUNNER))
+        await engine.open()
+        events = []
+        async for event in engine.stream(PROMPT, DecodeConfig(max_new_tokens=long)):
+            events.append(event)
+            if isinstance(event, TokenGenerated) and event.position == 0:
+                await engine.cancel()
+        await asyncio.sleep(0.5)  # the server would have finished by now, had it not stopped
+        held = max(s.target.length for s in server.backend._sessions.values() if s.target is not None)
+        await engine.close()
+        finished = events[-1]
+        assert isinstance(finished, Finished)
+        return finished, held
+
+    with ServerThread(SERVER_RUNNER) as server, ShaperThread(upstream_port=server.port, profile=FAR) as shaper:
+        finished, held = run(scenario(shaper.port, server))
+    assert finished.stop is StopReason.CANCELLED and len(finished.tokens) < long
+    assert held < len(PROMPT) + long // 2, f"the server decoded on to {held} tokens"
