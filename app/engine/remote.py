@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -135,7 +135,7 @@ class RemoteEngine:
         await self.close()
 
     # -- generating ------------------------------------------------------------------------------
-    async def stream(self, prompt: list[int], decode: DecodeConfig | None = None) -> AsyncIterator[EngineEvent]:
+    async def stream(self, prompt: list[int], decode: DecodeConfig | None = None) -> AsyncGenerator[EngineEvent, None]:
         """The events of one generation as they happen, ending with Finished.
 
         Breaking out of the loop stops the generation. Raises what the engine cannot recover
