@@ -35,6 +35,7 @@ def test_transcript_styles_and_status_bar(tmp_path: Path, snap_compare: Any) -> 
         await until(pilot, lambda: not answering(app))  # type: ignore[arg-type]
         await pilot.press("f4", "f3")  # the provenance view, rejected drafts shown
         app.screen.query_one(Transcript).scroll_end(animate=False)
+        app.set_focus(None)  # no blinking cursor in the picture
         await pilot.pause(0.2)
 
     assert snap_compare(make_app(tmp_path, engine), terminal_size=(110, 24), run_before=play)
