@@ -7,8 +7,9 @@ so a machine that slows down mid-run slows every method alike): ``ar`` (plain de
 the core's runner), ``spec`` (the core's speculative loop with the draft, no engine), ``local``
 (the LocalChatEngine with the draft, events and all) and ``local-ar`` (the engine without a
 draft). ``local`` against ``spec`` and ``local-ar`` against ``ar`` is what the engine costs.
-Each time is the caller's wall clock around one whole answer, prefill included, on a fresh
-engine (no prefix reuse). Prints one JSON object.
+Each answer is timed by the caller, prefill included, on a fresh engine (no prefix reuse), in
+wall-clock seconds and in CPU seconds of this process (steadier on a machine shared with other
+jobs: time spent waiting for a core is not counted). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import argparse
 import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -52,19 +53,18 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     runner, drafter = load_models(LocalConfig(draft=args.draft, device=args.device))
     decode = DecodeConfig(max_new_tokens=args.tokens, shape=DraftShape(args.chain, min_confidence=args.confidence))
-    totals = {method: [0.0, 0.0] for method in ("ar", "spec", "local", "local-ar")}  # tokens, seconds
+    totals = {method: [0.0, 0.0, 0.0] for method in ("ar", "spec", "local", "local-ar")}  # tokens, wall s, CPU s
     for _ in range(args.repeats):
         for prompt in PROMPTS:
-            for method, (tokens, seconds) in run_prompt(runner, drafter, [Message("user", prompt)], decode).items():
-                totals[method][0] += tokens
-                totals[method][1] += seconds
-    speed = {m: n / s for m, (n, s) in totals.items() if s}
+            for method, measured in run_prompt(runner, drafter, [Message("user", prompt)], decode).items():
+                totals[method] = [a + b for a, b in zip(totals[method], measured, strict=True)]
+    ran = {m: t for m, t in totals.items() if t[1]}
     result = {
-        "tokens_per_s": {m: round(v, 2) for m, v in speed.items()},
-        "new_tokens": {m: int(n) for m, (n, s) in totals.items() if s},
-        "speedup_local_vs_ar": round(
-            (totals["local"][0] / totals["local"][1]) / (totals["ar"][0] / totals["ar"][1]), 3
-        ),
+        "tokens_per_s": {m: round(n / wall, 2) for m, (n, wall, _) in ran.items()},
+        "tokens_per_cpu_s": {m: round(n / cpu, 2) for m, (n, _, cpu) in ran.items()},
+        "new_tokens": {m: int(n) for m, (n, _, _) in ran.items()},
+        "speedup_local_vs_ar": round(_speed(ran["local"], 1) / _speed(ran["ar"], 1), 3),
+        "cpu_speedup_local_vs_ar": round(_speed(ran["local"], 2) / _speed(ran["ar"], 2), 3),
         "prompts": len(PROMPTS) * args.repeats,
         "draft": args.draft,
         "shape": decode.shape.describe(),
@@ -76,32 +76,36 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _speed(total: list[float], clock: int) -> float:
+    return total[0] / total[clock]
+
+
 def run_prompt(
     runner: TargetRunner, drafter: Drafter | None, messages: Sequence[Message], decode: DecodeConfig
-) -> dict[str, tuple[int, float]]:
-    """(new tokens, seconds) of each method on one chat."""
+) -> dict[str, tuple[int, float, float]]:
+    """(new tokens, wall seconds, CPU seconds of this process) of each method on one chat."""
     prompt = runner.format_chat(messages)
-    t0 = time.perf_counter()
-    ar = generate_autoregressive(runner, prompt, decode)
-    results = {"ar": (len(ar.tokens), time.perf_counter() - t0)}
+    results = {"ar": _timed(lambda: len(generate_autoregressive(runner, prompt, decode).tokens))}
     if drafter is not None:
-        t0 = time.perf_counter()
-        spec = generate(runner, drafter, prompt, decode)
-        results["spec"] = (len(spec.tokens), time.perf_counter() - t0)
-    for method, draft in (("local", drafter), ("local-ar", None)):
-        results[method] = asyncio.run(_engine_answer(LocalChatEngine.of(runner, draft), messages, decode))
+        results["spec"] = _timed(lambda: len(generate(runner, drafter, prompt, decode).tokens))
+    local, local_ar = LocalChatEngine.of(runner, drafter), LocalChatEngine.of(runner, None)
+    results["local"] = _timed(lambda: asyncio.run(_engine_answer(local, messages, decode)))
+    results["local-ar"] = _timed(lambda: asyncio.run(_engine_answer(local_ar, messages, decode)))
     return results
 
 
-async def _engine_answer(
-    engine: LocalChatEngine, messages: Sequence[Message], decode: DecodeConfig
-) -> tuple[int, float]:
+def _timed(answer: Callable[[], int]) -> tuple[int, float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    tokens = answer()
+    return tokens, time.perf_counter() - wall, time.process_time() - cpu
+
+
+async def _engine_answer(engine: LocalChatEngine, messages: Sequence[Message], decode: DecodeConfig) -> int:
+    """One answer's new tokens (the models are loaded already: opening costs nothing)."""
     await engine.open()
-    t0 = time.perf_counter()
     finished = await engine.generate(messages, decode)
-    seconds = time.perf_counter() - t0
     await engine.close()
-    return len(finished.tokens), seconds
+    return len(finished.tokens)
 
 
 if __name__ == "__main__":
