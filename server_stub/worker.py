@@ -5,10 +5,13 @@ sessions, so one session's long prefill cannot hold up everyone's short verifies
 
     each round   1. every session's OLDEST queued item is eligible (a session's work runs in order)
                  2. the eligible verifies run as ONE batched ``backend.verify``
-                 3. then the oldest eligible call (a prefill, a rewind, ...) runs alone
-                 repeat, taking in whatever arrived meanwhile
+                 3. then the oldest eligible call (a prefill, a rewind, ...) runs, and the next
+                    ones while the calls have taken less time than the batch did (at least
+                    ``MIN_CALL_SLICE_S``), so cheap calls (open, rewind) go together
+    repeat, taking in whatever arrived meanwhile
 
-So a verify waits at most for one call and one batch, however many prefills are queued (32 new
+So verifies and calls share the model's time about half and half while both wait: a verify
+waits for at most about one batch's worth of calls, however many prefills are queued (32 new
 connections prefilling at once used to hold every verify behind all 32 prefills), and a call
 waits its turn among the calls. While a forward pass runs, the next requests of every session
 queue up, so under load the batches fill by themselves, with no waiting window that would add
@@ -41,6 +44,7 @@ from server_stub.logs import log_event
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+MIN_CALL_SLICE_S = 0.02  # calls may always take this long per round, even after a tiny batch
 
 
 @dataclass
@@ -148,10 +152,15 @@ class InferenceWorker:
         verifies = [item for item in eligible.values() if isinstance(item, _Verify)]
         calls = [item for item in eligible.values() if isinstance(item, _Call)]
         done = {id(item) for item in verifies[: self.max_batch_jobs]}
+        started = time.perf_counter()
         self._verify([item for item in verifies[: self.max_batch_jobs] if not item.skipped()])
-        if calls:
-            done.add(id(calls[0]))
-            self._call_or_skip(calls[0])
+        share = max(time.perf_counter() - started, MIN_CALL_SLICE_S)  # calls get as much time as the batch took
+        started = time.perf_counter()
+        for item in calls:  # oldest first; at least one
+            done.add(id(item))
+            self._call_or_skip(item)
+            if time.perf_counter() - started >= share:
+                break
         pending[:] = [item for item in pending if id(item) not in done]
         return True
 

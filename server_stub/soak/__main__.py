@@ -66,9 +66,9 @@ def references(target: str, tokens: int) -> tuple[TargetRunner, list[tuple[list[
 async def soak(args: argparse.Namespace, setup: Setup, report: dict[str, Any]) -> None:
     def record(name: str, figures: dict[str, Any]) -> None:
         report[name] = figures
-        print(json.dumps({name: figures}), flush=True)
+        print(json.dumps({name: figures}, default=str), flush=True)
         if args.out:
-            args.out.write_text(json.dumps(report, indent=2))
+            args.out.write_text(json.dumps(report, indent=2, default=str))
 
     await honest_check(setup, setup.rng)  # warm up before the "before" figures
     record("before", {"rss_mb": round(setup.probe.rss_mb(), 1), "fds": setup.probe.fds()})

@@ -48,7 +48,7 @@ def percentile(values: list[float], q: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
 
 
-async def honest_check(setup: Setup, rng: random.Random, rounds: int = 3) -> None:
+async def honest_check(setup: Setup, rng: random.Random, rounds: int = 2) -> None:
     """A correct client's session: prefill, a few checked rounds, Bye. Raises on any wrong or missing answer."""
     client = await SoakClient.open(setup.url, setup.target)
     conversation = setup.conversation(rng)

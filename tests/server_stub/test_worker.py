@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -171,3 +172,30 @@ def test_a_cancelled_job_is_answered_cancelled_without_running() -> None:
 
     assert isinstance(cancelled, RequestCancelledError) and isinstance(kept, tuple)
     assert backend.log == [("verify", ["b"])]
+
+
+def test_slow_prefills_and_a_verifying_session_take_turns() -> None:
+    """A session verifying round after round gets a round in between every slow prefill or so, not after all."""
+    backend = RecordingBackend()
+
+    def slow(what: str) -> Callable[[Any], str]:
+        def run(b: Any) -> str:
+            time.sleep(0.03)
+            return str(b.note(what))
+
+        return run
+
+    async def scenario() -> None:
+        worker = InferenceWorker(backend)  # type: ignore[arg-type]
+        prefills = [asyncio.ensure_future(worker.call(slow(f"prefill {i}"), session=f"new{i}")) for i in range(8)]
+        worker.start()
+        for _ in range(4):
+            await worker.verify(job("old"))
+        await asyncio.gather(*prefills)
+        await worker.stop()
+
+    asyncio.run(scenario())
+
+    rounds = [i for i, entry in enumerate(backend.log) if entry == ("verify", ["old"])]
+    assert len(rounds) == 4 and rounds[-1] < len(backend.log) - 1  # all four verifies ran before the last prefill
+    assert all(later - earlier <= 3 for earlier, later in zip([-1, *rounds], rounds, strict=False))
