@@ -27,6 +27,7 @@ from app.bench.remote import RemoteBenchConfig, run_remote_benchmark
 from app.engine.client_draft import ClientDraft
 from drafts.bench.environment import run_environment
 from drafts.data.prompts import load_prompts
+from drafts.drafters.base import DraftShape
 from drafts.errors import ConfigError, MoaError
 from drafts.locations import shipped_checkpoint, smollm2_gguf
 from drafts.neural.drafter import NeuralDrafter
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--turns", type=int, default=0, help="play each conversation as a chat of N user turns")
     p.add_argument("--chain", type=int, default=None, help="a fixed chain length G (default: paced per round)")
+    p.add_argument("--tree", default=None, help="DEPTH,TOPK,TOTAL: EAGLE-2 dynamic trees instead of chains")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0, help="seed of sampling at T>0")
@@ -82,6 +84,7 @@ def parse_config(args: argparse.Namespace) -> RemoteBenchConfig:
         offline_model=offline_model,
         turns=args.turns,
         chain=args.chain,
+        tree=DraftShape.parse_tree(args.tree) if args.tree else None,
         sampling=SamplingConfig(args.temperature, top_p=args.top_p, seed=args.seed),
     )
 
@@ -215,6 +218,7 @@ def _describe(args: argparse.Namespace, config: RemoteBenchConfig, runner: Targe
         "seed": config.sampling.seed,
         "turns": config.turns,
         "chain": config.chain,
+        "tree": args.tree,
         "cut_after": config.cut_after,
         "cut_tokens": config.cut_tokens,
         "cut_ms": config.cut_ms,

@@ -7,7 +7,8 @@ target forwards and round trips per 100 tokens, bytes up and down per token (the
 frames and, separately, what crossed the shaper), and whether the output equals plain greedy
 decoding on the client's own copy of the target (at T = 0 only). With ``turns`` > 0 the prompts
 are chats played turn by turn (:mod:`app.bench.turns`), and each method adds its per-turn costs.
-``chain`` fixes the chain length (else the pacer picks it per round).
+``chain`` fixes the chain length (else the pacer picks it per round); ``tree`` drafts EAGLE-2
+dynamic trees instead of chains.
 
 The disconnection study cuts the link (``offline``) after ``cut_after`` tokens and restores it once
 ``cut_tokens`` offline tokens were shown (or after ``cut_ms``, for a method that writes nothing
@@ -40,6 +41,7 @@ from app.engine.sync import EngineThread
 from drafts.decoding.autoregressive import generate_autoregressive
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.events import TokenSource
+from drafts.drafters.base import DraftShape
 from drafts.errors import ConfigError
 from drafts.net import ShaperThread, preset
 from drafts.sampling import SamplingConfig
@@ -62,6 +64,7 @@ class RemoteBenchConfig:
     offline_model: Path | None = None  # a GGUF model: adds the "gguf" row to the study
     turns: int = 0  # > 0: play each chat's first `turns` user messages (per-turn costs in the JSON)
     chain: int | None = None  # a fixed chain length (None: the pacer's choice each round)
+    tree: DraftShape | None = None  # EAGLE-2 dynamic trees instead of chains
     sampling: SamplingConfig = SamplingConfig()  # T = 0 (greedy) unless set
 
     def __post_init__(self) -> None:
@@ -82,7 +85,8 @@ class RemoteBenchConfig:
 
     @property
     def decode(self) -> DecodeConfig:
-        return DecodeConfig(max_new_tokens=self.max_new_tokens, sampling=self.sampling)
+        shape = self.tree if self.tree is not None else DraftShape()
+        return DecodeConfig(max_new_tokens=self.max_new_tokens, sampling=self.sampling, shape=shape)
 
 
 @dataclass

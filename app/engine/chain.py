@@ -13,6 +13,8 @@ going for as long as the link is down, so the chain here is incremental:
     adopt(root, tokens, q)     a new chain below ``root`` whose tokens are already known (drafted
                                ahead before the verifier's reply): run them through the draft
                                without choosing again, so ``grow`` continues after them
+    tree(root, shape)          an EAGLE-2 dynamic tree below ``root`` instead (the core's
+                               :func:`~drafts.neural.tree_search.dynamic_tree`); no chain is kept
 
 The draft's own caches always hold the observed tokens plus this chain as scratch (its
 ``end_round`` drops the scratch). Positions: the root sits at ``observed`` (everything before it
@@ -28,9 +30,12 @@ from typing import Any
 
 import torch
 
+from drafts.drafters.base import DraftShape
 from drafts.neural.base import NeuralDraft
+from drafts.neural.tree_search import dynamic_tree
 from drafts.sampling import SamplingConfig, logits_to_probs, sample
 from drafts.target.activations import Activations
+from drafts.tree import DraftTree
 
 
 class DraftChain:
@@ -116,6 +121,16 @@ class DraftChain:
             self.tokens.append(token)
             self._unstepped = token
         self.q = list(q) if len(q) == len(tokens) else [None] * len(tokens)
+
+    @torch.inference_mode()
+    def tree(self, root: int, shape: DraftShape) -> DraftTree:
+        """An EAGLE-2 tree below ``root`` (deterministic proposals: lossless at any temperature)."""
+        self.model.end_round()
+        self._drop()
+        try:
+            return dynamic_tree(self.model, root, self.observed, shape)
+        finally:
+            self.model.end_round()
 
     def proposal_q(self, count: int) -> torch.Tensor | None:
         """(count, V) proposals of the chain's first ``count`` tokens; None if any is unknown (greedy)."""

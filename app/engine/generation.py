@@ -9,7 +9,9 @@
               accepted tokens and the target's next token; if the whole chain was accepted and
               the draft's next token is the target's, the tokens drafted ahead are the next chain
               already: send them at once (then take in the vectors), else drop them.
-              ``gamma`` follows the measured round trip (:mod:`app.engine.pacing`).
+              ``gamma`` follows the measured round trip (:mod:`app.engine.pacing`). With a tree
+              shape (``DecodeConfig.shape``), each round drafts an EAGLE-2 dynamic tree instead
+              and sends it whole (no drafting ahead).
     offline   the link died (a socket error at once; a silent link within the keepalive): show the
               chain that was in flight and keep generating (:mod:`app.engine.offline`), while the
               session reconnects with backoff (resume, or replay of the confirmed history), up
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import time
 from collections.abc import Callable
@@ -155,6 +158,10 @@ class Generation:
         gamma = self._gamma()
         if gamma is None:
             return
+        if self.decode.shape.is_tree and gamma > 0:
+            caps = self.session.capabilities
+            await self._tree_round(min(caps.max_context - len(t.context) - 1, caps.max_tree_nodes))
+            return
         root = t.root
         await self.work(self.chain.restart, root)
         await self._grow(gamma)
@@ -183,6 +190,25 @@ class Generation:
             await self.work(adoption, root, ahead, ahead_q)
             await self._grow(gamma - len(self.chain.tokens))
             proposal, q = self.chain.tokens[:gamma], self.chain.proposal_q(gamma)
+
+    async def _tree_round(self, room: int) -> None:
+        """One round with an EAGLE-2 tree of at most ``room`` nodes: draft, Verify, confirm the path."""
+        t, root = self.transcript, self.transcript.root
+        shape = self.decode.shape
+        shape = dataclasses.replace(shape, tree_total=max(1, min(shape.tree_total, room)))
+        started = time.perf_counter()
+        tree = await self.work(self.chain.tree, root, shape)
+        self.progress.drafted(time.perf_counter() - started)
+        sent = time.perf_counter()
+        reply = await self._ask(Verify.of(0, root, tree, self._sampling))
+        assert isinstance(reply, Verified)
+        path = [tree.tokens[i - 1] for i in reply.accepted.tolist()]
+        self.pacer.record_round(len(path) + 1, len(path), time.perf_counter() - sent, _server_s(reply))
+        self.progress.verified(max(tree.depths), len(path), time.perf_counter() - sent)
+        t.confirm_round(path, [], reply.next_token)
+        await self.work(self._take_round, [root, *path], reply)
+        if t.stop is None:
+            self.offline.follow(t.context)
 
     async def _verify(
         self, root: int, proposal: list[int], q: torch.Tensor | None, adopt: Callable[[], None] | None

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from app.engine.draftless import Draftless
 from app.engine.events import (
     EngineEvent,
@@ -23,6 +25,7 @@ from drafts.data.conversations import Turn
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.events import TokenSource
 from drafts.decoding.stopping import StopReason
+from drafts.drafters.base import DraftShape
 from drafts.net import LinkProfile, ShaperThread, preset
 from drafts.sampling import SamplingConfig
 from drafts.target.chat import format_chat
@@ -331,3 +334,25 @@ def test_at_a_temperature_a_chat_samples_each_turn_to_its_length_and_still_sends
         prompt = format_chat(TOKENIZER, messages[: 2 * k + 1])
         before = format_chat(TOKENIZER, messages[: 2 * k - 1]) + list(answers[k - 1].tokens)
         assert answers[k].stats.prefill_tokens == len(prompt) - len(before)
+
+
+@pytest.mark.parametrize("kind", ["moa", "eagle"])
+def test_trees_over_the_network_answer_as_the_target_turn_after_turn(
+    kind: str,
+) -> None:
+    tree = DecodeConfig(max_new_tokens=24, shape=DraftShape.parse_tree("3,2,6"))
+
+    async def chat(port: int) -> tuple[list[Turn], Finished]:
+        engine = chat_engine(port, kind=kind)
+        await engine.open()
+        messages = [Turn("user", USER[0])]
+        first, _ = await answer(engine, messages, tree)
+        messages += [Turn("assistant", first.text), Turn("user", USER[1])]
+        second, _ = await answer(engine, messages, tree)
+        await engine.close()
+        return messages, second
+
+    with ServerThread(SERVER) as server:
+        messages, second = run(chat(server.port))
+    assert list(second.tokens) == reference(messages, 24)
+    assert 0 < second.stats.verify_rounds <= len(second.tokens)  # each tree round yields at least a token
