@@ -81,7 +81,10 @@ class Answer:
     def stats(self) -> dict[str, Any]:
         assert self.finished is not None
         s = self.finished.stats
-        tau = self.last_stats.tau if self.last_stats is not None else 0.0
+        if s.verify_rounds:  # tokens confirmed per target forward (API streaming: 1 per forward)
+            tau = (s.accepted + s.target) / s.verify_rounds
+        else:
+            tau = self.last_stats.tau if self.last_stats is not None else 0.0
         return {
             "tau": round(tau, 3),
             "round_trips_per_100": round(100.0 * s.round_trips / max(s.new_tokens, 1), 2),

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -185,3 +187,43 @@ def test_headless_api_streams_the_verifiers_own_tokens() -> None:
     result = headless("--api", "--prompt", "Say hello.", "--max-tokens", "16")
     check_answer(result, {"target"})
     assert result["engine"]["mode"] == "api" and result["engine"]["draft"] == "none"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_mid_answer_stops_the_demo_verifier(sig: signal.Signals) -> None:
+    app = subprocess.Popen(
+        [sys.executable, "-m", "app", "--headless", "--demo", "--device", "cpu", "--link", "3g"]
+        + ["--prompt", "Write a long story about a lighthouse.", "--max-tokens", "400"],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert app.stderr is not None
+    for line in app.stderr:  # until the verifier listens
+        if "verifier ready" in line:
+            break
+    verifiers = verifier_pids(parent=app.pid)
+    assert verifiers, "the demo's verifier is not running"
+    time.sleep(3.0)  # into the answer
+    app.send_signal(sig)
+    assert app.wait(60) == 130
+    assert "Traceback" not in app.stderr.read()
+    assert not set(verifiers) & set(verifier_pids())
+
+
+def verifier_pids(parent: int | None = None) -> list[int]:
+    """Running ``python -m server_stub`` processes (of ``parent``, if given; zombies excluded)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+            cmdline = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        state, ppid = text.rsplit(")", 1)[1].split()[:2]
+        if b"server_stub" in cmdline and state != "Z" and parent in (None, int(ppid)):
+            pids.append(int(stat.parent.name))
+    return pids
