@@ -1,6 +1,7 @@
 """The verifier protocol, sans I/O: what the client (``app/``) and the server (``server_stub/``) both speak.
 
-    messages.py  the messages, as domain values (MessageType, ErrorCode, Hello ... Bye)
+    messages.py  the messages, as domain values (MessageType, ErrorCode, Hello ... Cancel, Bye);
+                 its docstring is the protocol's reference (Cancel's semantics included)
     tensors.py   tensor payloads: explicit dtype and shape, raw bytes; int8 quantisation
     codec.py     one binary frame per message: encode / decode
     readers.py   typed messages from a parsed frame header (each field read once, checked)
