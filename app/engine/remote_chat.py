@@ -76,17 +76,13 @@ class RemoteChatEngine:
         self.rtt_ms: float | None = None
         self._keeper: asyncio.Task[None] | None = None
         self._streaming = False
+        self._closed = False
 
     def describe(self) -> EngineInfo:
-        draft = self.draft
-        api = isinstance(draft, Draftless)
-        return EngineInfo(
-            mode="api" if api else "remote",
-            draft="none" if isinstance(draft, Draftless) else draft.drafter.model.kind,
-            target=draft.target.name,
-            device="cpu" if isinstance(draft, Draftless) else draft.device.type,
-            verifier=self.config.link.url,
-        )
+        draft, url = self.draft, self.config.link.url
+        if isinstance(draft, Draftless):
+            return EngineInfo("api", "none", draft.target.name, "cpu", url)
+        return EngineInfo("remote", draft.drafter.model.kind, draft.target.name, draft.device.type, url)
 
     def subscribe(self, callback: Callable[[EngineEvent], None]) -> None:
         self._subscribers.append(callback)
@@ -94,13 +90,17 @@ class RemoteChatEngine:
     async def open(self) -> None:
         """Load the offline model (if any) and start keeping a connection (in the background)."""
         await self.engine.open()
+        self._closed = False
         if self._keeper is None:
             self._set(LinkState.CONNECTING)
             self._keeper = asyncio.create_task(self._keep())
 
     async def close(self) -> None:
+        """Cancel a running answer (it ends with Finished(CANCELLED)), stop watching, disconnect."""
+        self._closed = True
         await self._stop_keeping()
         await self.engine.close()
+        await self._stop_keeping()  # one a stream's end may have started meanwhile
 
     async def cancel(self) -> None:
         await self.engine.cancel()
@@ -118,7 +118,7 @@ class RemoteChatEngine:
                     yield event  # a consumer that stops reading stops the generation (aclosing)
         finally:
             self._streaming = False
-            if self.engine._session is not None:  # not closed meanwhile
+            if not self._closed:
                 self._keeper = asyncio.create_task(self._keep())
 
     # -- link state ------------------------------------------------------------------------------

@@ -32,18 +32,27 @@ FAR = LinkProfile("far", latency_ms=30)
 
 
 def test_closing_mid_answer_cancels_it_first_and_the_stream_ends_cleanly() -> None:
+    problems: list[dict[str, Any]] = []
+
     async def chat(port: int) -> list[EngineEvent]:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: problems.append(context))
         engine = chat_engine(port)
         await engine.open()
         events: list[EngineEvent] = []
+        closing = None
         async for event in engine.stream([Turn("user", "hello")], DecodeConfig(max_new_tokens=60)):
             events.append(event)
             if isinstance(event, TokenGenerated) and event.position == 1:
-                asyncio.get_running_loop().create_task(engine.close())
+                closing = asyncio.get_running_loop().create_task(engine.close())
+        assert closing is not None
+        await closing
+        await asyncio.sleep(0.3)  # a keeper left behind would fail now, with nothing to watch
+        gc.collect()
         return events
 
     with ServerThread(SERVER) as server, ShaperThread(upstream_port=server.port, profile=FAR) as shaper:
         events = run(chat(shaper.port))
+    assert not problems
 
     finished = events[-1]
     assert isinstance(finished, Finished) and finished.stop is StopReason.CANCELLED
