@@ -2,7 +2,7 @@
 
 app.py             MoaChatApp (wiring only) and run_app(), what ``moa-chat`` calls
 chat_screen.py     the chat: sidebar, transcript, input, status; engine and store calls
-answer.py          one answer being written: the stream buffered, flushed at 30 Hz, saved at 1 Hz
+answer.py          one answer being written: the stream buffered, flushed at 20 Hz, saved at 1 Hz
 reply.py           a reply's tokens and provenance, folded from the engine's events (no widgets)
 live_stats.py      the link and the figures, folded from the engine's events (no widgets)
 conversation.py    the open conversation and its store calls

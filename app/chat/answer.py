@@ -2,7 +2,7 @@
 
 The stream is read by a worker on the app's loop and only *appended* here; the app folds the
 buffer into the reply, the status and the store on its own timer (:data:`FLUSH_HZ`), so the
-transcript is redrawn 30 times a second however fast tokens come, and keystrokes are never
+transcript is redrawn 20 times a second however fast tokens come, and keystrokes are never
 queued behind per-token redraws. The answer is saved to the store about once a second
 (:data:`SAVE_EVERY_S`), so a crash or ``kill -9`` loses at most the last second.
 """
@@ -20,7 +20,7 @@ from app.engine.chat import ChatEngine, Message
 from app.engine.events import EngineEvent, Finished, StatsUpdated
 from drafts.decoding.config import DecodeConfig
 
-FLUSH_HZ = 30
+FLUSH_HZ = 20  # tui.md: 20-30 Hz; every flush that grows a reply costs a layout pass
 SAVE_EVERY_S = 1.0
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from app.settings import Settings, save_settings
 from app.store import ConversationStore
 from drafts.errors import ConfigError
 
+GC_THRESHOLDS = (50_000, 20, 100)  # Python's are (700, 10, 10): rendering allocates fast, collect less often
 CLOSE_TIMEOUT_S = 5.0  # an engine that does not close in this time is left to the process exit
 
 
@@ -54,6 +56,11 @@ class MoaChatApp(App[int]):
         self.chat = ChatScreen(engine, store, settings, link_control)
 
     def on_mount(self) -> None:
+        # torch, transformers and the models make a heap of millions of objects: a full collection
+        # of it takes a second and freezes the UI mid-answer. Objects alive now live as long as the
+        # app, so they leave the collector's view (collections then cost what the app allocates).
+        gc.freeze()
+        gc.set_threshold(*GC_THRESHOLDS)
         self.apply_theme(self.settings.theme)
         self.push_screen(self.chat)
         self.engine.subscribe(self.chat.notice)

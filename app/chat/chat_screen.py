@@ -1,7 +1,7 @@
 """The chat: sidebar, transcript, input, status; it turns what the user does into engine and store calls.
 
 Events from the engine come two ways: the answer's own stream (tokens, repairs, stats, Finished),
-read into an :class:`~app.chat.answer.Answer` and folded in on a 30 Hz timer; and the engine's
+read into an :class:`~app.chat.answer.Answer` and folded in on a 20 Hz timer; and the engine's
 subscription (the link's state, at any time), posted here as :class:`ChatScreen.EngineNoticed`
 (``post_message`` is thread-safe, so the engine may call from its own thread). A failure is a
 state of the app: a notification, the reply marked, the typed text given back, never a crash.
@@ -161,7 +161,7 @@ class ChatScreen(Screen[None]):
         await answer.run(self.engine, self.conversation.turns(), self.settings.decode_config())
 
     def flush(self) -> None:
-        """The 30 Hz timer: fold the buffered events into the reply, the status and (1 Hz) the store."""
+        """The 20 Hz timer: fold the buffered events into the reply, the status and (1 Hz) the store."""
         answer, view = self.answer, self.answer_view
         if answer is None or view is None:
             return

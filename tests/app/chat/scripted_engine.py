@@ -134,6 +134,7 @@ class _Writer:
     accepted: int = 0
     offline_total: int = 0
     kept_total: int = 0
+    chars: int = 0  # length of the text so far
     started: float = field(default_factory=time.perf_counter)
 
     async def run(self, script: list[str]) -> AsyncIterator[EngineEvent]:
@@ -179,7 +180,8 @@ class _Writer:
 
     def _token(self, word: str) -> list[EngineEvent]:
         position = len(self.texts)
-        char_start = sum(len(t) for t in self.texts)
+        char_start = self.chars
+        self.chars += len(word)
         if not self.engine.online:
             if self.offline_from is None:
                 self.offline_from = position
@@ -211,6 +213,7 @@ class _Writer:
         char_end = sum(len(t) for t in self.texts)
         self.texts[start:end] = list(texts)
         self.sources[start:end] = list(sources)
+        self.chars = sum(len(t) for t in self.texts)
         self.offline_from = None
         self.kept_total += kept
         return Repaired(start, end, tuple(range(start, start + len(texts))), sources, kept, texts, char_start, char_end)
