@@ -40,10 +40,8 @@ class CachedConversation:
         keep = min(common_prefix(self.tokens, prompt), len(prompt) - 1)
         self.session.truncate(keep)
         del self.tokens[keep:]
-        if isinstance(drafter, Rewindable):
-            drafter.truncate(keep)
-        elif drafter is not None:
-            drafter.begin(list(prompt))  # it then observes the prompt from the cut on
+        if drafter is not None:
+            rewind(drafter, keep, prompt)
         self.reused = keep
         return self.session
 
@@ -55,6 +53,17 @@ class CachedConversation:
     def forget(self, runner: TargetRunner) -> None:
         """Start over (after a generation that failed midway: the cache may hold a half round)."""
         self.session, self.tokens, self.reused = runner.new_session(), [], 0
+
+
+def rewind(drafter: Drafter, keep: int, prompt: Sequence[int]) -> None:
+    """Cut ``drafter`` back to ``keep`` tokens, or restart it (it then observes the prompt from the cut on)."""
+    if isinstance(drafter, Rewindable):
+        try:
+            drafter.truncate(keep)
+            return
+        except NotImplementedError:  # a trained draft whose model does not implement truncate
+            pass
+    drafter.begin(list(prompt))
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

@@ -219,6 +219,29 @@ def test_an_edited_earlier_message_rewinds_to_it_and_answers_as_from_scratch(
     assert list(answer.tokens) == ar_tokens(runner, edited)
 
 
+class UnrewindableDraft(TargetAsDraft):
+    """A trained-draft model that cannot cut its caches back."""
+
+    def truncate(self, length: int) -> None:
+        raise NotImplementedError
+
+
+def test_a_draft_that_cannot_cut_back_restarts_and_the_answers_stay_plain_decoding(runner: CountingRunner) -> None:
+    engine = LocalChatEngine.of(runner, NeuralDrafter(UnrewindableDraft(tiny_target_runner(runner.model))))
+
+    async def scenario() -> tuple[Finished, Finished, list[Message]]:
+        await engine.open()
+        first = finished(await collect(engine, FIRST))
+        second_messages = reply(FIRST, first, "And three more?")
+        return first, finished(await collect(engine, second_messages)), second_messages
+
+    first, second, second_messages = run(scenario)
+
+    assert list(first.tokens) == ar_tokens(runner, FIRST)
+    assert list(second.tokens) == ar_tokens(runner, second_messages)
+    assert engine.conversation.reused >= len(runner.format_chat(FIRST))  # the target's cache is kept
+
+
 def test_cancel_ends_the_stream_with_the_partial_answer_and_the_next_turn_goes_on(runner: CountingRunner) -> None:
     engine = LocalChatEngine.of(runner, moa(runner))
     long = DecodeConfig(180, SamplingConfig(), DraftShape(gamma=3))
