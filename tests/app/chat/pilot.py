@@ -36,9 +36,23 @@ def make_app(
 ) -> MoaChatApp:
     store = ConversationStore.open(tmp_path / "conversations.sqlite3")
     link_control = ScriptedLink(engine) if link and isinstance(engine, ScriptedEngine) else None
-    return MoaChatApp(
+    app = MoaChatApp(
         engine, store, settings or Settings(), link_control, tmp_path / "settings.toml", problems or []  # type: ignore[arg-type]
     )
+    return record_notifications(app)
+
+
+def record_notifications(app: MoaChatApp) -> MoaChatApp:
+    """Keep every notification in ``app.notified`` (toasts expire; a test may look later)."""
+    notify = app.notify
+    app.notified = []  # type: ignore[attr-defined]
+
+    def recorded(message: str, *, title: str = "", **kwargs: Any) -> None:
+        app.notified.append(f"{title}: {message}")  # type: ignore[attr-defined]
+        notify(message, title=title, **kwargs)
+
+    app.notify = recorded  # type: ignore[method-assign]
+    return app
 
 
 async def until(pilot: Pilot[Any], condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
@@ -70,4 +84,4 @@ def answering(app: MoaChatApp) -> bool:
 
 
 def notifications(app: MoaChatApp) -> list[str]:
-    return [f"{n.title}: {n.message}" for n in app._notifications]
+    return list(app.notified)  # type: ignore[attr-defined]
