@@ -9,7 +9,8 @@
 Settings come from the TOML file (``--config F``, ``MOA_CHAT_CONFIG``, or the platformdirs config
 dir), then the flags: every key of the file is also a flag (``max_tokens`` is ``--max-tokens``).
 A bad value in the file is reported and replaced by its default; a bad flag stops with one line.
-Errors are one line and exit code 2, never a traceback.
+Errors are one line and exit code 2, never a traceback. Nothing here imports torch before the
+demo's verifier is spawned (:mod:`app.launch`): its load overlaps this process's.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.metadata
+import importlib.util
 import os
 import signal
 import sys
@@ -24,7 +26,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from app.headless import LinkAfter, answer, conversation, report
+from app.demo.link_control import LinkAfter
 from app.launch import launch, needs_demo
 from app.settings import OPTIONS, Settings, load_settings
 from drafts.errors import ConfigError, MoaError
@@ -130,6 +132,8 @@ def run_headless(settings: Settings, args: argparse.Namespace) -> int:
     if link_after is not None and not needs_demo(settings):
         raise ConfigError("--link-after switches the demo's link; add --demo (or drop --server/--local)")
     with launch(settings, _progress) as launched:
+        from app.headless import answer, conversation, report  # torch: after the demo's verifier is spawned
+
         result = asyncio.run(
             answer(launched.engine, conversation(settings, args.prompt), settings, launched.link, link_after)
         )
@@ -138,17 +142,19 @@ def run_headless(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def run_interactive(settings: Settings, problems: list[str], config_path: Path) -> int:
-    try:
-        from app.chat import run_app  # Textual is imported only here: --headless never loads it
-    except ImportError as exc:
-        raise ConfigError(
-            f"the chat UI cannot be loaded ({exc}); reinstall moa-chat, or use --headless --prompt '...'"
-        ) from exc
+    if importlib.util.find_spec("app.chat") is None:
+        raise ConfigError("the chat UI (app.chat) is not installed; reinstall moa-chat, or use --headless --prompt")
     from app.store import ConversationStore
 
     store = ConversationStore.open()  # before the demo starts: a store that cannot open fails fast
     try:
         with launch(settings, _progress) as launched:
+            try:
+                from app.chat import run_app  # Textual: only here, so --headless never loads it
+            except ImportError as exc:
+                raise ConfigError(
+                    f"the chat UI cannot be loaded ({exc}); reinstall moa-chat, or use --headless --prompt '...'"
+                ) from exc
             return run_app(launched.engine, store, settings, launched.link, config_path, problems)
     finally:
         store.close()

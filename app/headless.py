@@ -23,30 +23,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from app.demo import LinkControl
+from app.demo.link_control import LinkAfter, LinkControl
 from app.engine.chat import ChatEngine, EngineInfo, Message
 from app.engine.errors import EngineError
 from app.engine.events import Finished, Repaired, StatsUpdated, TokenGenerated
 from app.settings import Settings
-from drafts.errors import ConfigError
-from drafts.net.link import preset
 
 REPAIRED = "repaired"
-
-
-@dataclass(frozen=True)
-class LinkAfter:
-    """``--link-after N:PRESET``: switch the demo's link to ``preset`` once ``tokens`` are shown."""
-
-    tokens: int
-    preset: str
-
-    @classmethod
-    def parse(cls, text: str) -> LinkAfter:
-        count, sep, name = text.partition(":")
-        if not sep or not count.strip().isdigit():
-            raise ConfigError(f"--link-after takes N:PRESET, e.g. 20:lan; got {text!r}")
-        return cls(int(count), preset(name).name)
 
 
 @dataclass

@@ -4,23 +4,27 @@
         launched.engine, launched.info      # the ChatEngine and how the status bar names it
         launched.demo, launched.link        # the demo (verifier + shaper) and its LinkControl, or None
 
-The demo is needed by ``demo`` mode and by ``api`` mode without ``--server``. Its verifier loads
-in its own process while this one loads the draft, so the two loads overlap. A GGUF target is
-converted (once per machine, into the cache) before either starts, so they do not both convert it. Leaving the
-``with`` (normally, by Ctrl+C or an error) stops the demo; so does the exit of this process
-(:mod:`app.demo.tether`).
+The demo is needed by ``demo`` mode and by ``api`` mode without ``--server``. Its verifier is
+spawned before this process even imports torch, and loads in its own process while this one
+loads the draft, so the slow parts overlap. A GGUF target is converted once per machine, into
+the cache (the first start: both processes may convert it; the first to finish is used).
+Leaving the ``with`` (normally, by Ctrl+C or an error) stops the demo; so does the exit of this
+process (:mod:`app.demo.tether`). This module imports no torch: the engine's modules load lazily.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from app.demo import Demo, DemoOptions, LinkControl
-from app.engine.chat import ChatEngine, EngineInfo
-from app.engine.factory import Progress, build_engine, resolve_draft
 from app.settings import Settings
-from drafts.target.loading import ensure_converted
+from app.settings.draft import resolve_draft
+
+if TYPE_CHECKING:
+    from app.engine.chat import ChatEngine, EngineInfo
+    from app.engine.factory import Progress
 
 FIRST_START = "first start: converting the target model for this machine, once (about a minute)"
 
@@ -55,19 +59,22 @@ class Launched:
 def launch(settings: Settings, on_progress: Progress | None = None) -> Launched:
     """Start what ``settings`` ask for; see the module docstring."""
     progress = on_progress or (lambda message: None)
-    ensure_converted(settings.target, lambda: progress(FIRST_START))  # once, before two processes load it
-    if not needs_demo(settings):
-        engine, info = build_engine(settings, progress)
-        return Launched(engine, info, None)
     if settings.mode == "api":
         settings = settings.replace(draft="none")
     draft = resolve_draft(settings.draft, settings.target)  # a bad --draft fails before anything starts
-    options = DemoOptions(settings.target, settings.device, draft.server_half, settings.link)
-    demo = Demo.launch(options, progress)
+    demo = None
+    if needs_demo(settings):
+        demo = Demo.launch(DemoOptions(settings.target, settings.device, draft.server_half, settings.link), progress)
     try:
-        engine, info = build_engine(settings, progress, verifier_url=demo.url)
-        demo.wait_ready()
+        from app.engine.factory import build_engine  # torch and transformers: seconds
+        from drafts.target.loading import ensure_converted
+
+        ensure_converted(settings.target, lambda: progress(FIRST_START))
+        engine, info = build_engine(settings, progress, verifier_url=demo.url if demo is not None else None)
+        if demo is not None:
+            demo.wait_ready()
     except BaseException:
-        demo.stop()
+        if demo is not None:
+            demo.stop()
         raise
     return Launched(engine, info, demo)

@@ -76,6 +76,7 @@ class Demo:
         self._on_progress = on_progress
         self._ready_timeout_s = options.ready_timeout_s
         self._restarts_left = options.auto_restarts
+        self._serving = verifier.status.state is VerifierState.READY
         self._launched = time.monotonic()
         verifier.subscribe(self._on_status)
 
@@ -138,9 +139,15 @@ class Demo:
         self.verifier.wait_ready(self._ready_timeout_s)
 
     def _on_status(self, status: VerifierStatus) -> None:
-        """A crash (on the verifier's watching thread): report it, and start the verifier again while allowed."""
-        if status.state is not VerifierState.CRASHED:
+        """A crash (on the verifier's watching thread): report it, and start the verifier again while allowed.
+
+        Only a verifier that was serving is restarted: one that fails while starting says why (wait_ready).
+        """
+        if status.state is VerifierState.READY:
+            self._serving = True
+        if status.state is not VerifierState.CRASHED or not self._serving:
             return
+        self._serving = False
         if self._restarts_left <= 0:
             self._on_progress(f"{status.message}; not restarting it again (restart() does)")
             return

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from drafts.errors import ConfigError
 from drafts.net.link import PRESETS, LinkProfile, preset
 from drafts.net.shaper import ShaperThread
 
@@ -46,3 +48,18 @@ class LinkControl:
     def describe(self) -> str:
         """``4g (60 ms RTT, ±10 ms uniform jitter, 10 Mbit/s)``."""
         return self._shaper.profile.describe()
+
+
+@dataclass(frozen=True)
+class LinkAfter:
+    """``--link-after N:PRESET``: switch the demo's link to ``preset`` once ``tokens`` are shown."""
+
+    tokens: int
+    preset: str
+
+    @classmethod
+    def parse(cls, text: str) -> LinkAfter:
+        count, sep, name = text.partition(":")
+        if not sep or not count.strip().isdigit():
+            raise ConfigError(f"--link-after takes N:PRESET, e.g. 20:lan; got {text!r}")
+        return cls(int(count), preset(name).name)

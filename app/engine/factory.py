@@ -9,17 +9,16 @@
     local    LocalChatEngine                      --draft, or none        this process
 
 ``--draft`` is ``moa``, ``eagle``, ``independent`` (the checkpoint shipped for the target), a
-checkpoint directory, or ``none``. Models load here (remote: the draft and the target's
-embeddings and tokenizer) or in ``open()`` (local); a missing model, a checkpoint that is not
-one, or a draft trained for another target is an :class:`EngineError` saying what to pass instead.
+checkpoint directory, or ``none`` (:mod:`app.settings.draft`: a checkpoint that is not one, or a
+draft trained for another target, is a ``DraftError`` before anything loads). Models load here
+(remote: the draft and the target's embeddings and tokenizer) or in ``open()`` (local); a model
+or checkpoint that will not load is an :class:`EngineSetupError` saying what to pass instead.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,74 +26,16 @@ from app.engine.chat import ChatEngine, EngineInfo, Message
 from app.engine.errors import EngineError
 from app.engine.events import EngineEvent
 from app.settings import Settings
+from app.settings.draft import DraftChoice, resolve_draft, target_name
 from drafts.decoding.config import DecodeConfig
 from drafts.errors import MoaError
-from drafts.locations import shipped_checkpoint, smollm2_gguf
+from drafts.locations import smollm2_gguf
 
 Progress = Callable[[str], None]
-SHIPPED_KINDS = ("moa", "eagle", "independent")
-TARGET_NAMES = {"smollm2": "SmolLM2-135M-Instruct", "gemma3-270m": "gemma-3-270m"}  # aliases -> trained-for names
 
 
 class EngineSetupError(EngineError):
-    """The settings name a model, a draft or a file that cannot be used; the message says what to pass."""
-
-
-@dataclass(frozen=True)
-class DraftChoice:
-    """What ``--draft`` resolved to."""
-
-    kind: str | None  # "moa", "eagle", "independent", or None for no draft
-    checkpoint: Path | None  # its directory (None without a draft)
-
-    @property
-    def server_half(self) -> Path | None:
-        """The checkpoint whose part the verifier runs (MoA's memory), if any."""
-        return self.checkpoint if self.kind == "moa" else None
-
-
-def resolve_draft(spec: str, target: str) -> DraftChoice:
-    """``--draft`` as a kind and a checkpoint directory, checked against ``--target`` without loading."""
-    if spec == "none":
-        return DraftChoice(None, None)
-    if spec in SHIPPED_KINDS:
-        checkpoint = shipped_checkpoint(target_name(target), spec)
-        if not (checkpoint / "config.json").is_file():
-            raise EngineSetupError(
-                f"no {spec} draft is shipped for target {target!r}; train one with "
-                f"`moa-train --draft {spec} --target {target} --out DIR` and pass --draft DIR, or use --draft none"
-            )
-        return DraftChoice(spec, checkpoint)
-    return DraftChoice(_checkpoint_kind(Path(spec).expanduser(), target), Path(spec).expanduser())
-
-
-def target_name(target: str) -> str:
-    """The name a target's drafts record (``TargetFingerprint.name``) for an alias, a .gguf or a directory."""
-    if target in TARGET_NAMES:
-        return TARGET_NAMES[target]
-    return Path(target).stem if target.endswith(".gguf") else Path(target).name
-
-
-def _checkpoint_kind(path: Path, target: str) -> str:
-    config = path / "config.json"
-    if not config.is_file():
-        raise EngineSetupError(
-            f"--draft {path}: not a draft checkpoint (no config.json there); pass moa, eagle, independent, none "
-            "or a directory written by moa-train"
-        )
-    try:
-        meta: dict[str, Any] = json.loads(config.read_text())
-        kind, trained_for = str(meta["kind"]), str(meta["target"]["name"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise EngineSetupError(f"--draft {path}: {config} is unreadable or not a draft's ({exc}); retrain it") from exc
-    if kind not in SHIPPED_KINDS:
-        raise EngineSetupError(f"--draft {path}: a {kind!r} checkpoint; moa-chat runs {', '.join(SHIPPED_KINDS)}")
-    if trained_for != target_name(target):
-        raise EngineSetupError(
-            f"--draft {path} was trained for {trained_for}, but the target is {target_name(target)} "
-            f"(--target {target}); pass the matching --target, or a draft trained for this one"
-        )
-    return kind
+    """The settings name a model or a file that cannot be used; the message says what to pass."""
 
 
 def offline_model(settings: Settings) -> Path | None:
@@ -202,3 +143,14 @@ class Relabelled:
 
     async def cancel(self) -> None:
         await self.engine.cancel()
+
+
+__all__ = [
+    "DraftChoice",
+    "EngineSetupError",
+    "Relabelled",
+    "build_engine",
+    "offline_model",
+    "resolve_draft",
+    "target_name",
+]

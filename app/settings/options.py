@@ -12,10 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from drafts.drafters.base import DraftShape
 from drafts.errors import ConfigError
 from drafts.net.link import PRESETS
-from drafts.target.device import DEVICE_CHOICES
+
+# As drafts.target.device.DEVICE_CHOICES (a test checks): not imported from there, because that
+# imports torch, and moa-chat starts the demo's verifier before it imports torch (saves seconds).
+DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
 
 MODES = ("demo", "remote", "local", "api")
 DRAFT_KINDS = ("moa", "eagle", "independent", "none")
@@ -53,6 +55,8 @@ def _typed(value: Any, kind: type) -> Any:
 def _is_tree(text: str) -> bool:
     if not text:
         return True
+    from drafts.drafters.base import DraftShape  # torch: only when a tree is given
+
     try:
         DraftShape.parse_tree(text)
     except ConfigError:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.settings.options import BY_NAME, OPTIONS
-from drafts.decoding.config import DecodeConfig
-from drafts.drafters.base import DraftShape
-from drafts.sampling import SamplingConfig
+
+if TYPE_CHECKING:  # torch: imported when a DecodeConfig is built, not when the settings are read
+    from drafts.decoding.config import DecodeConfig
+    from drafts.drafters.base import DraftShape
+    from drafts.sampling import SamplingConfig
 
 
 @dataclass(frozen=True)
@@ -51,14 +53,20 @@ class Settings:
 
     @property
     def shape(self) -> DraftShape:
+        from drafts.drafters.base import DraftShape
+
         return DraftShape.parse_tree(self.tree) if self.tree else DraftShape(gamma=self.chain)
 
     @property
     def sampling(self) -> SamplingConfig:
+        from drafts.sampling import SamplingConfig
+
         return SamplingConfig(temperature=self.temperature, top_p=self.top_p)
 
     def decode_config(self) -> DecodeConfig:
         """How the next answer is decoded."""
+        from drafts.decoding.config import DecodeConfig
+
         return DecodeConfig(max_new_tokens=self.max_tokens, sampling=self.sampling, shape=self.shape)
 
     @property

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import build_parser, main, settings_from
-from app.headless import LinkAfter
+from app.demo.link_control import LinkAfter
 from drafts.errors import ConfigError
 from drafts.locations import REPO_ROOT
 
@@ -120,6 +120,14 @@ def test_link_after_parses_count_and_preset() -> None:
 
 def test_headless_never_imports_textual() -> None:
     code = "import sys, app.cli, app.headless, app.launch; sys.exit('textual' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT).returncode == 0
+
+
+def test_the_cli_reads_settings_and_can_spawn_the_demo_before_importing_torch() -> None:
+    code = (
+        "import sys, app.cli, app.launch, app.demo, app.settings.draft; from app.settings import load_settings;"
+        "load_settings(); sys.exit('torch' in sys.modules)"
+    )
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT).returncode == 0
 
 

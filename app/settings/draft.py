@@ -1,0 +1,78 @@
+"""What ``--draft`` means: a kind shipped for the target, a checkpoint directory, or none.
+
+Resolved from the files alone (no model loaded, no torch imported), so a wrong checkpoint or a
+draft trained for another target stops ``moa-chat`` before anything slow starts.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from drafts.errors import ConfigError
+from drafts.locations import shipped_checkpoint
+
+SHIPPED_KINDS = ("moa", "eagle", "independent")
+TARGET_NAMES = {"smollm2": "SmolLM2-135M-Instruct", "gemma3-270m": "gemma-3-270m"}  # aliases -> trained-for names
+
+
+class DraftError(ConfigError):
+    """``--draft`` names no usable checkpoint for ``--target``; the message says what to pass."""
+
+
+@dataclass(frozen=True)
+class DraftChoice:
+    kind: str | None  # "moa", "eagle", "independent", or None for no draft
+    checkpoint: Path | None  # its directory (None without a draft)
+
+    @property
+    def server_half(self) -> Path | None:
+        """The checkpoint whose part the verifier runs (MoA's memory), if any."""
+        return self.checkpoint if self.kind == "moa" else None
+
+
+def resolve_draft(spec: str, target: str) -> DraftChoice:
+    """``--draft`` as a kind and a checkpoint directory, checked against ``--target`` without loading."""
+    if spec == "none":
+        return DraftChoice(None, None)
+    if spec in SHIPPED_KINDS:
+        checkpoint = shipped_checkpoint(target_name(target), spec)
+        if not (checkpoint / "config.json").is_file():
+            raise DraftError(
+                f"no {spec} draft is shipped for target {target!r}; train one with "
+                f"`moa-train --draft {spec} --target {target} --out DIR` and pass --draft DIR, or use --draft none"
+            )
+        return DraftChoice(spec, checkpoint)
+    path = Path(spec).expanduser()
+    return DraftChoice(_checkpoint_kind(path, target), path)
+
+
+def target_name(target: str) -> str:
+    """The name a target's drafts record (``TargetFingerprint.name``) for an alias, a .gguf or a directory."""
+    if target in TARGET_NAMES:
+        return TARGET_NAMES[target]
+    return Path(target).stem if target.endswith(".gguf") else Path(target).name
+
+
+def _checkpoint_kind(path: Path, target: str) -> str:
+    config = path / "config.json"
+    if not config.is_file():
+        raise DraftError(
+            f"--draft {path}: not a draft checkpoint (no config.json there); pass moa, eagle, independent, none "
+            "or a directory written by moa-train"
+        )
+    try:
+        meta: dict[str, Any] = json.loads(config.read_text())
+        kind, trained_for = str(meta["kind"]), str(meta["target"]["name"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DraftError(f"--draft {path}: {config} is unreadable or not a draft's ({exc}); retrain it") from exc
+    if kind not in SHIPPED_KINDS:
+        raise DraftError(f"--draft {path}: a {kind!r} checkpoint; moa-chat runs {', '.join(SHIPPED_KINDS)}")
+    if trained_for != target_name(target):
+        raise DraftError(
+            f"--draft {path} was trained for {trained_for}, but the target is {target_name(target)} "
+            f"(--target {target}); pass the matching --target, or a draft trained for this one"
+        )
+    return kind
