@@ -1,7 +1,8 @@
 """moa-chat's Textual app: the transcript with token provenance, the status bar, chats, settings.
 
 app.py             MoaChatApp (wiring only) and run_app(), what ``moa-chat`` calls
-chat_screen.py     the chat: sidebar, transcript, input, status; engine and store calls
+chat_screen.py     the chat: sidebar, transcript, input, status; the answer's life (engine calls)
+chats_screen.py    its base: the chats (open, new, rename, delete, export, search; store calls)
 answer.py          one answer being written: the stream buffered, flushed at 20 Hz, saved at 1 Hz
 reply.py           a reply's tokens and provenance, folded from the engine's events (no widgets)
 live_stats.py      the link and the figures, folded from the engine's events (no widgets)

@@ -10,18 +10,14 @@ state of the app: a notification, the reply marked, the typed text given back, n
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.screen import Screen
 
 from app.chat.answer import FLUSH_HZ, Answer, header_for
-from app.chat.ask_screen import AskScreen
-from app.chat.confirm_screen import ConfirmScreen
-from app.chat.conversation import Conversation, export_to
+from app.chat.chats_screen import BUSY, ChatsScreen
+from app.chat.conversation import Conversation
 from app.chat.failure import describe
 from app.chat.help_screen import HelpScreen
 from app.chat.keys import bindings
@@ -29,7 +25,6 @@ from app.chat.legend import Legend
 from app.chat.live_stats import LiveStats
 from app.chat.network_bar import NetworkBar
 from app.chat.prompt import PromptInput
-from app.chat.reply import Reply
 from app.chat.reply_view import ReplyView
 from app.chat.settings_screen import SettingsScreen
 from app.chat.sidebar import Sidebar
@@ -43,10 +38,9 @@ from app.settings import Settings
 from app.store import ConversationStore, StoreError
 
 LINK_EVENTS = (LinkChanged, LinkLost, Reconnecting, LinkRestored)
-BUSY = "an answer is being written: Esc stops it"
 
 
-class ChatScreen(Screen[None]):
+class ChatScreen(ChatsScreen):
     """See the module docstring."""
 
     BINDINGS = bindings(with_link=True)
@@ -76,6 +70,10 @@ class ChatScreen(Screen[None]):
         self.answer_view: ReplyView | None = None
         self.search = ""
         self._save_failed = False
+
+    @property
+    def answering(self) -> bool:
+        return self.answer is not None
 
     # -- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -119,11 +117,6 @@ class ChatScreen(Screen[None]):
         panel = self.query_one(StatsPanel)
         if panel.display:
             panel.show(self.stats)
-
-    def fail(self, exc: BaseException, doing: str = "") -> None:
-        failure = describe(exc)
-        title = f"{failure.title} ({doing})" if doing else failure.title
-        self.app.notify(failure.message, title=title, severity="error", timeout=12, markup=False)
 
     # -- sending and answering -------------------------------------------------------------------
     def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
@@ -271,13 +264,6 @@ class ChatScreen(Screen[None]):
     def on_prompt_input_edit_last_requested(self, message: PromptInput.EditLastRequested) -> None:
         self.action_edit_last()
 
-    def action_new_chat(self) -> None:
-        if self._busy():
-            return
-        self.conversation = Conversation(self.store, None, self.settings.system_prompt)
-        self.show_conversation()
-        self.query_one(PromptInput).focus()
-
     def action_toggle_rejected(self) -> None:
         transcript = self.query_one(Transcript)
         transcript.set_show_rejected(not transcript.show_rejected)
@@ -342,104 +328,6 @@ class ChatScreen(Screen[None]):
         for bar in self.query(NetworkBar):
             bar.show_current(name)
         self.show_status()
-
-    # -- conversations (sidebar) ---------------------------------------------------------------------
-    def show_conversation(self) -> None:
-        transcript = self.query_one(Transcript)
-        transcript.clear()
-        for message in self.conversation.messages:
-            if message.role == "user":
-                transcript.add_user(message.content)
-            elif message.role == "assistant":
-                reply = Reply.from_runs(message.provenance, message.content)
-                transcript.add_reply(reply, streaming=False, header=header_for(message.stats, message.complete))
-        self.refresh_sidebar()
-
-    def refresh_sidebar(self) -> None:
-        try:
-            summaries = self.store.list(self.search)
-        except StoreError as exc:
-            self.fail(exc)
-            return
-        self.query_one(Sidebar).show(summaries, self.conversation.id)
-
-    def on_sidebar_search_changed(self, message: Sidebar.SearchChanged) -> None:
-        self.search = message.text
-        self.refresh_sidebar()
-
-    def on_sidebar_chat_chosen(self, message: Sidebar.ChatChosen) -> None:
-        if self._busy() or message.conversation_id == self.conversation.id:
-            return
-        try:
-            self.conversation = Conversation.load(self.store, message.conversation_id)
-        except StoreError as exc:
-            self.fail(exc)
-            return
-        self.show_conversation()
-
-    def on_sidebar_action_requested(self, message: Sidebar.ActionRequested) -> None:
-        chat = message.conversation_id
-        if message.action == "new":
-            self.action_new_chat()
-        elif chat is None:
-            self.app.notify("no chat chosen", severity="warning")
-        elif message.action == "rename":
-            self.rename_chat(chat)
-        elif message.action == "delete":
-            self.delete_chat(chat)
-        else:
-            self.export_chat("markdown" if message.action == "export_markdown" else "json", chat)
-
-    def rename_chat(self, chat: int | None = None) -> None:
-        chat = chat if chat is not None else self.conversation.id
-        if chat is None:
-            return
-        title = next((s.title for s in self.store.list() if s.id == chat), "")
-
-        def rename(new_title: str | None) -> None:
-            if new_title:
-                self._store_call(lambda: self.store.rename(chat, new_title))
-                self.refresh_sidebar()
-
-        self.app.push_screen(AskScreen("New title for the chat:", title), rename)
-
-    def delete_chat(self, chat: int | None = None) -> None:
-        chat = chat if chat is not None else self.conversation.id
-        if chat is None or (chat == self.conversation.id and self._busy()):
-            return
-
-        def delete(yes: bool | None) -> None:
-            if not yes:
-                return
-            self._store_call(lambda: self.store.delete(chat))
-            if chat == self.conversation.id:
-                self.action_new_chat()
-            self.refresh_sidebar()
-
-        self.app.push_screen(ConfirmScreen("Delete this chat and all its messages?"), delete)
-
-    def export_chat(self, kind: str, chat: int | None = None) -> None:
-        chat = chat if chat is not None else self.conversation.id
-        if chat is None:
-            self.app.notify("nothing to export yet", severity="warning")
-            return
-        try:
-            path = export_to(self.store, chat, kind, Path.cwd())
-        except (StoreError, OSError) as exc:
-            self.fail(exc, "export")
-            return
-        self.app.notify(f"saved {path}", title="Exported", markup=False)
-
-    def _store_call(self, call: Callable[[], object]) -> None:
-        try:
-            call()
-        except StoreError as exc:
-            self.fail(exc)
-
-    def _busy(self) -> bool:
-        if self.answer is not None:
-            self.app.notify(BUSY, severity="warning")
-        return self.answer is not None
 
     def save_interrupted(self) -> None:
         """Quitting: keep what is written of the current answer (marked incomplete)."""
