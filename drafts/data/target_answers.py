@@ -26,6 +26,7 @@ a rerun skips the ids already written, so an interrupted job resumes.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import signal
@@ -45,7 +46,10 @@ from drafts.data.regenerate import MIN_USER_TOKENS, conversation_record, written
 from drafts.errors import ConfigError, MoaError
 from drafts.target.chat import format_chat
 
-SOURCE = "transformers-fp32"  # recorded with every conversation: which generator answered it
+SOURCE = "transformers-fp32"
+_taken = (
+    itertools.count()
+)  # the order in which jobs are taken up  # recorded with every conversation: which generator answered it
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,7 @@ class Job:
     temperature: float
     history: tuple[Turn, ...]
     questions: list[Turn]
+    order: int = 0  # when the conversation was taken up: the oldest job is always in the next batch
     prompt: list[int] = field(default_factory=list)  # the token ids of history + next question
     asked: tuple[Turn, ...] = ()  # history + the (possibly cut) question the prompt renders
 
@@ -124,27 +129,28 @@ def answer_conversations(
     done = written_ids(out_path)
     source = (conv for conv in conversations if conv.id not in done)
     pending: list[Job] = []
+    taken = itertools.count()  # the order in which conversations are taken up
     progress = Progress()
     pad_id = getattr(tokenizer, "pad_token_id", None) or 0
     with out_path.open("a", encoding="utf-8") as out:
         try:
             while True:
-                _refill(pending, source, tokenizer, cfg)
+                _refill(pending, source, tokenizer, cfg, taken)
                 if not pending or (deadline is not None and time.time() >= deadline):
                     break
                 batch = _take_batch(pending, cfg.batch_size)
-                t0 = time.perf_counter()
+                t0, n_prompt = time.perf_counter(), sum(len(job.prompt) for job in batch)
                 replies = _answer(batch, model, stop_ids, pad_id, cfg)
                 n_new = sum(len(reply) for reply in replies)
                 progress.batches += 1
-                progress.prompt_tokens += sum(len(job.prompt) for job in batch)
+                progress.prompt_tokens += n_prompt
                 progress.new_tokens += n_new
                 for job, reply in zip(batch, replies, strict=True):
                     if _advance(job, reply, tokenizer, cfg):
                         pending.append(job)
                     else:
                         progress.conversations += _write(out, job)
-                log(_batch_line(progress, batch, n_new, time.perf_counter() - t0, len(done)))
+                log(_batch_line(progress, batch, n_prompt, n_new, time.perf_counter() - t0, len(done)))
         finally:  # at the deadline or on SIGTERM: keep the answers of conversations still in flight
             for job in pending:
                 progress.conversations += _write(out, job)
@@ -157,13 +163,16 @@ def _answer(batch: list[Job], model: Any, stop_ids: frozenset[int], pad_id: int,
     return decode_batch(model, rows, stop_ids, pad_id=pad_id, generator=generator)
 
 
-def _refill(pending: list[Job], source: Iterator[Conversation], tokenizer: Any, cfg: AnswerConfig) -> None:
+def _refill(
+    pending: list[Job], source: Iterator[Conversation], tokenizer: Any, cfg: AnswerConfig, taken: Iterator[int]
+) -> None:
     """Top ``pending`` up to ``lookahead`` batches with the next conversations whose first turn fits."""
     while len(pending) < cfg.batch_size * cfg.lookahead:
         conv = next(source, None)
         if conv is None:
             return
         job = _new_job(conv, cfg)
+        job.order = next(taken)
         if job.questions and _prepare(job, tokenizer, cfg):
             pending.append(job)
 
@@ -207,8 +216,13 @@ def _budget(job: Job, cfg: AnswerConfig) -> int:
 
 
 def _take_batch(pending: list[Job], size: int) -> list[Job]:
-    """The ``size`` shortest pending prompts (long ones gather until a batch of them is due)."""
-    pending.sort(key=lambda job: len(job.prompt))
+    """The oldest pending job and the ``size - 1`` jobs whose prompts are nearest its length.
+
+    Serving the oldest first finishes conversations (a continuation keeps its conversation's
+    age) and never starves a long prompt; batching by length keeps the padding small.
+    """
+    oldest = min(pending, key=lambda job: job.order)
+    pending.sort(key=lambda job: (abs(len(job.prompt) - len(oldest.prompt)), job.order))
     batch = pending[:size]
     del pending[:size]
     return batch
@@ -230,9 +244,9 @@ def _write(out: Any, job: Job) -> int:
     return 1
 
 
-def _batch_line(progress: Progress, batch: list[Job], n_new: int, seconds: float, resumed: int) -> str:
+def _batch_line(progress: Progress, batch: list[Job], n_prompt: int, n_new: int, seconds: float, resumed: int) -> str:
     sampled = sum(job.temperature > 0 for job in batch)
-    prompt = sum(len(job.prompt) for job in batch) // len(batch)
+    prompt = n_prompt // len(batch)
     return (
         f"{time.strftime('%H:%M:%S')} batch {progress.batches}: {len(batch)} seqs ({sampled} sampled), "
         f"prompt ~{prompt} tok, {n_new} new tokens in {seconds:.1f} s = {n_new / max(1e-9, seconds):.1f} tok/s | "

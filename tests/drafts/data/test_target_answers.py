@@ -187,3 +187,16 @@ def test_a_stopped_job_keeps_the_answers_of_conversations_in_flight(model: torch
 
     assert sorted(row["id"] for row in rows(out)) == ["c0", "c1", "c2", "c3"]
     assert all([turn["from"] for turn in row["conversations"]] == ["human", "gpt"] for row in rows(out))
+
+
+def test_a_batch_holds_the_oldest_job_and_the_prompts_nearest_its_length() -> None:
+    conv = chats()[0]
+    pending = [
+        ta.Job(conv, 0.0, (), [], order=order, prompt=[0] * length)
+        for order, length in [(3, 10), (0, 50), (1, 48), (2, 90), (4, 53)]
+    ]
+
+    batch = ta._take_batch(pending, 3)
+
+    assert [job.order for job in batch] == [0, 1, 4]
+    assert sorted(job.order for job in pending) == [2, 3]
