@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.metadata
 import importlib.util
+import logging
 import os
 import signal
 import sys
@@ -98,6 +100,24 @@ def _mode_from(args: argparse.Namespace) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The program (``argv`` None: the command line, and the process ends here) or a call (tests)."""
+    code = run(argv)
+    if argv is None:
+        leave(code)
+    return code
+
+
+def leave(code: int) -> None:
+    """End the process now: everything of ours is closed (the demo stopped, the store closed), and
+    the interpreter's own teardown (freeing torch and llama.cpp) takes seconds a user would wait for."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
+def run(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help, or argparse's own one-line usage error

@@ -31,6 +31,7 @@ from drafts.net.link import preset
 from drafts.net.shaper import ShaperThread
 
 HOST = "127.0.0.1"
+QUIT_GRACE_S = 1.0  # on quit the demo's own verifier has nothing to save: SIGKILL it after this long
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,7 @@ class Demo:
         try:
             self._shaper.stop()
         finally:
-            self.verifier.close()
+            self.verifier.close(QUIT_GRACE_S)
 
     def __enter__(self) -> Demo:
         return self

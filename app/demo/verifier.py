@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.demo.errors import DemoError
-from app.demo.tether import Spawner, forget, stop_group
+from app.demo.tether import STOP_GRACE_S, Spawner, forget, stop_group
 
 Progress = Callable[[str], None]
 LOG_LINES = 40  # kept for a crash report
@@ -118,11 +118,11 @@ class VerifierProcess:
         assert self.ready_s is not None
         return self.ready_s
 
-    def stop(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL) and wait for it; safe to call twice."""
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after ``grace_s``) and wait for it; safe to call twice."""
         self._stopping = True
         if self._proc is not None:
-            stop_group(self._proc)
+            stop_group(self._proc, grace_s)
         if self._reader is not None:
             self._reader.join(5.0)
         self._set(VerifierStatus(VerifierState.STOPPED, self.port, exit_code=self._exit_code()))
@@ -132,9 +132,9 @@ class VerifierProcess:
         self.stop()
         self.start()
 
-    def close(self) -> None:
+    def close(self, grace_s: float = STOP_GRACE_S) -> None:
         """Stop, and end the spawner thread."""
-        self.stop()
+        self.stop(grace_s)
         self._spawner.close()
 
     # -- state -----------------------------------------------------------------------------------
