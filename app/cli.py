@@ -25,6 +25,8 @@ import os
 import signal
 import sys
 import threading
+import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,7 @@ from app.demo.link_control import LinkAfter
 from app.launch import launch, needs_demo
 from app.settings import OPTIONS, Settings, load_settings
 from drafts.errors import ConfigError, MoaError
-from drafts.locations import config_file
+from drafts.locations import cache_dir, config_file
 
 PROG = "moa-chat"
 MODE_FLAGS = ("demo", "local", "api")
@@ -101,6 +103,8 @@ def _mode_from(args: argparse.Namespace) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     """The program (``argv`` None: the command line, and the process ends here) or a call (tests)."""
+    if argv is None:
+        _exit_on_sigterm()
     code = run(argv)
     if argv is None:
         leave(code)
@@ -125,7 +129,6 @@ def run(argv: list[str] | None = None) -> int:
     if args.version:
         print(f"{PROG} {_version()}")
         return 0
-    _exit_on_sigterm()
     for name, value in QUIET_LIBRARIES.items():
         os.environ.setdefault(name, value)
     try:
@@ -143,6 +146,17 @@ def run(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _say("stopped")
         return 130
+    except Exception as exc:  # a bug, not the user's doing: still one line, the details in a file
+        _say(f"internal error: {type(exc).__name__}: {exc} (details in {_write_crash_log()}; please report it)")
+        return 2
+
+
+def _write_crash_log() -> Path:
+    """The current exception's traceback, in the cache dir; the file's path."""
+    path = cache_dir() / "crash.log"
+    with contextlib.suppress(OSError), path.open("a", encoding="utf-8") as log:
+        log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} moa-chat {_version()}\n{traceback.format_exc()}\n")
+    return path
 
 
 def run_headless(settings: Settings, args: argparse.Namespace) -> int:

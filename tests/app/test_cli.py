@@ -97,6 +97,21 @@ def test_errors_are_one_line_and_exit_2(argv: list[str], message: str, capsys: p
     assert "\n" not in err and "Traceback" not in err
 
 
+def test_an_unexpected_failure_is_one_line_with_the_details_in_a_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MOA_CHAT_CACHE", str(tmp_path / "cache"))
+
+    def broken(settings, on_progress=None):
+        raise RuntimeError("something inside broke")
+
+    monkeypatch.setattr("app.cli.launch", broken)
+    assert main(["--headless", "--prompt", "x", "--local"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("moa-chat: internal error: RuntimeError: something inside broke") and "\n" not in err
+    assert "Traceback" in (tmp_path / "cache" / "crash.log").read_text()
+
+
 def test_a_bad_flag_type_is_argparse_usage_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--max-tokens", "many"]) == 2
     assert "invalid int value: 'many'" in capsys.readouterr().err
