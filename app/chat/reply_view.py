@@ -78,11 +78,23 @@ class ReplyView(Vertical):
                 self._statics.append(static)
                 container.mount(static)
             elif index >= len(self._blocks) or self._blocks[index] != block:
-                self._statics[index].update(styled(block))
+                self._update(self._statics[index], styled(block))
         for static in self._statics[len(blocks) :]:
             static.remove()
         del self._statics[len(blocks) :]
         self._blocks = blocks
+
+    @staticmethod
+    def _update(static: Static, content: Content) -> None:
+        """Show ``content``; lay the screen out again only if the paragraph's height changed (a new line).
+
+        Most flushes add a few words to the last line: skipping the layout pass then is what keeps a
+        long transcript cheap to stream into.
+        """
+        width = static.size.width
+        styles = static.styles  # what Textual itself passes as the rules (its RulesMap annotation is narrower)
+        same_height = width > 0 and content.get_height(styles, width) == static.size.height  # type: ignore[arg-type]
+        static.update(content, layout=not same_height)
 
     def set_header(self, text: str) -> None:
         self._header_text = text
