@@ -66,6 +66,10 @@ class EngineConfig:
     # back: a long outage must not write pages that the repair then deletes.
     offline_budget: int = 256
     stats_interval_s: float = 0.5  # StatsUpdated during a generation, about twice a second
+    # At T > 0, send each drafted token's proposal q (the vocabulary in float32) only while the
+    # smoothed round trip is below this; slower links get deterministic proposals (lossless, see
+    # Generation._q): a dense q per token would starve the keepalive on 4g/3g.
+    q_max_rtt_ms: float = 20.0
     device: str = "auto"  # where the draft runs (as on the server: cuda, then mps, then cpu)
     client_name: str = field(default="moa-chat/0.1.0")  # Hello.client, for the server's logs
 
@@ -83,5 +87,7 @@ class EngineConfig:
             raise ConfigError(f"offline_wait_s must be >= 0, got {self.offline_wait_s}")
         if self.offline_budget < 1:
             raise ConfigError(f"offline_budget must be >= 1 token, got {self.offline_budget}")
+        if self.q_max_rtt_ms < 0:
+            raise ConfigError(f"q_max_rtt_ms must be >= 0 (0: never send q), got {self.q_max_rtt_ms}")
         if self.stats_interval_s <= 0:
             raise ConfigError(f"stats_interval_s must be > 0 seconds, got {self.stats_interval_s}")

@@ -165,7 +165,7 @@ class Generation:
         root = t.root
         await self.work(self.chain.restart, root)
         await self._grow(gamma)
-        proposal, q = self.chain.tokens[:gamma], self.chain.proposal_q(gamma)
+        proposal, q = self.chain.tokens[:gamma], self._q(self.chain.proposal_q(gamma))
         adopt: Callable[[], None] | None = None
         while True:
             reply = await self._verify(root, proposal, q, adopt)
@@ -183,13 +183,13 @@ class Generation:
                 return
             if ahead and len(ahead) >= gamma:  # drafted already: send it first, take in the vectors after
                 adopt = functools.partial(adoption, root, ahead, ahead_q)
-                proposal, q = ahead[:gamma], stacked(ahead_q[:gamma])
+                proposal, q = ahead[:gamma], self._q(stacked(ahead_q[:gamma]))
                 t.counts.drafted_ahead += 1
                 continue
             adopt = None
             await self.work(adoption, root, ahead, ahead_q)
             await self._grow(gamma - len(self.chain.tokens))
-            proposal, q = self.chain.tokens[:gamma], self.chain.proposal_q(gamma)
+            proposal, q = self.chain.tokens[:gamma], self._q(self.chain.proposal_q(gamma))
 
     async def _tree_round(self, room: int) -> None:
         """One round with an EAGLE-2 tree of at most ``room`` nodes: draft, Verify, confirm the path."""
@@ -229,6 +229,22 @@ class Generation:
         self.pacer.record_round(len(proposal), accepted, time.perf_counter() - sent, _server_s(reply))
         self.progress.verified(len(proposal), accepted, time.perf_counter() - sent)
         return reply
+
+    def _q(self, q: torch.Tensor | None) -> torch.Tensor | None:
+        """The proposals to send with a chain: ``q`` on a fast link; on a slow one (or before the
+        round trip is known) none, so the tokens go as deterministic proposals.
+
+        Still lossless: a token ``x`` chosen before verification, whatever chose it, is accepted
+        with probability ``p(x)`` and else replaced from ``norm(p - δ_x)``, which gives
+        ``P(y) = p(x)[y = x] + (1 - p(x)) p(y) / (1 - p(x)) [y != x] = p(y)``
+        (:mod:`drafts.acceptance`). It costs acceptance (``p(x)`` instead of ``min(1, p(x)/q(x))``)
+        and saves V floats per token (~197 KB for SmolLM2): a frame that on 3g would hold the
+        keepalive's pong past its timeout.
+        """
+        rtt = self.pacer.rtt_s
+        if q is None or rtt is None or rtt * 1e3 > self.config.q_max_rtt_ms:
+            return None
+        return q
 
     def _ahead(self, proposal: list[int], reply: Verified) -> tuple[list[int], list[torch.Tensor | None]]:
         """The tokens drafted past ``proposal`` (and their q), if they continue what the target confirmed."""
