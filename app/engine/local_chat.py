@@ -36,6 +36,7 @@ from app.engine.local_models import LocalConfig, load_models
 from drafts.decoding.config import DecodeConfig
 from drafts.drafters.base import Drafter
 from drafts.errors import ConfigError
+from drafts.target.chat import Said, format_chat_after
 from drafts.target.device import resolve_device
 from drafts.target.loading import DEFAULT_TARGET
 from drafts.target.runner import TargetRunner
@@ -51,6 +52,7 @@ class LocalChatEngine:
         self.runner: TargetRunner | None = None
         self.drafter: Drafter | None = None
         self.conversation = CachedConversation()  # what the target and the draft hold
+        self._said: Said | None = None  # the last prompt and its answer, as text and tokens in step
         self._subscribers: list[Callable[[EngineEvent], None]] = []
         self._worker: ThreadPoolExecutor | None = None
         self._opened = False
@@ -152,11 +154,18 @@ class LocalChatEngine:
     ) -> None:
         try:
             assert self.runner is not None
-            prompt = self.runner.format_chat(messages)
+            said = format_chat_after(self.runner.tokenizer, messages, self._said)
+            self._said = None  # until this answer is complete and known
+
+            def note(item: object) -> None:
+                if isinstance(item, Finished):  # the next turn extends these tokens (drafts.target.chat)
+                    self._said = said.answered(item.tokens, item.text)
+                emit(item)
+
             generation = LocalGeneration(
-                self.runner, self.drafter, self.conversation, emit, cancelled, self.config.stats_interval_s
+                self.runner, self.drafter, self.conversation, note, cancelled, self.config.stats_interval_s
             )
-            generation.run(prompt, decode)
+            generation.run(list(said.tokens), decode)
         finally:
             emit(_DONE)
 

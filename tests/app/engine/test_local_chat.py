@@ -38,6 +38,7 @@ from drafts.drafters.lookup import PromptLookupDrafter
 from drafts.errors import ConfigError
 from drafts.neural.drafter import NeuralDrafter
 from drafts.sampling import SamplingConfig
+from drafts.target.chat import format_chat_after, render_chat
 from drafts.target.runner import TargetRunner
 from tests.app.engine.target_draft import TargetAsDraft
 from tests.counting_runner import CountingRunner
@@ -370,16 +371,19 @@ def test_smollm2_with_moa_answers_two_turns_as_plain_decoding_and_reuses_the_fir
 
     first, second, second_messages = run(scenario)
 
-    for events, messages in ((first, CHAT), (second, second_messages)):
+    # The second prompt extends the first prompt and its answer token for token (drafts.target.chat)
+    said = render_chat(runner.tokenizer, CHAT).answered(finished(first).tokens, finished(first).text)
+    prompt = list(format_chat_after(runner.tokenizer, second_messages, said).tokens)
+    assert prompt[: len(said.tokens)] == list(said.tokens)
+    for events, tokens in ((first, runner.format_chat(CHAT)), (second, prompt)):
         end, shown = finished(events), Shown()
         for event in events:
             shown.apply(event)
-        assert list(end.tokens) == ar_tokens(runner, messages, REAL)
+        assert list(end.tokens) == generate_autoregressive(runner, tokens, REAL).tokens
         assert shown.text == end.text and runner.decode(end.tokens).startswith(end.text)
         assert shown.count(TokenSource.DRAFT_ACCEPTED) == end.stats.accepted > 0  # the trained draft helps
-    prompt, calls = runner.format_chat(second_messages), seen["calls"]
-    kept = common_prefix(seen["held"], prompt)  # type: ignore[arg-type]
-    assert engine.conversation.reused == kept > len(runner.format_chat(CHAT))
+    calls, kept = seen["calls"], common_prefix(seen["held"], prompt)  # type: ignore[arg-type]
+    assert engine.conversation.reused == kept >= len(said.tokens) - 1  # all of turn 1 but its newest token
     assert calls[0] == len(prompt) - kept  # type: ignore[index]
     assert finished(second).stats.prefill_tokens == len(prompt) - kept
 
