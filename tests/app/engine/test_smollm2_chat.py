@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from app.engine.client_draft import ClientDraft
-from app.engine.events import EngineEvent, Finished, LinkState, Repaired, TokenGenerated
+from app.engine.events import EngineEvent, Finished, LinkLost, LinkState, Repaired, TokenGenerated
 from app.engine.remote_chat import RemoteChatEngine
 from drafts.data.conversations import Turn
 from drafts.decoding.autoregressive import generate_autoregressive
@@ -19,6 +19,7 @@ from drafts.decoding.events import TokenSource
 from drafts.locations import shipped_checkpoint
 from drafts.net import ShaperThread, preset
 from drafts.neural.drafter import NeuralDrafter
+from drafts.sampling import SamplingConfig
 from drafts.target.loading import load_target
 from drafts.target.runner import TargetRunner
 from drafts.training.checkpoint import draft_id, load_draft
@@ -83,3 +84,28 @@ def test_smollm2_chat_reuses_each_turn_and_repairs_a_turn_started_offline() -> N
         f"ttft {[round(a.stats.ttft_s or 0, 3) for a in answers]} s; third turn offline tokens "
         f"{answers[-1].stats.offline_tokens}, kept {answers[-1].stats.kept_after_repair}"
     )
+
+
+def test_smollm2_sampled_over_a_3g_link_never_loses_the_link() -> None:
+    runner = TargetRunner(load_target(None, torch.device("cpu"), torch.float32))
+    checkpoint = shipped_checkpoint(runner.fingerprint.name, "moa")
+    draft = ClientDraft.of(NeuralDrafter(load_draft(checkpoint, runner)), draft_id(checkpoint), runner)
+    sampled = DecodeConfig(max_new_tokens=32, sampling=SamplingConfig(temperature=1.0, seed=1))
+
+    async def chat(port: int) -> list[EngineEvent]:
+        engine = RemoteChatEngine(engine_config(port), draft)
+        await engine.open()
+        events = [e async for e in engine.stream([Turn("user", USERS[0])], sampled)]
+        await engine.close()
+        return events
+
+    with (
+        ServerThread(runner, MemoryCompressor.load(checkpoint, runner)) as server,
+        ShaperThread(upstream_port=server.port, profile=preset("3g")) as shaper,
+    ):
+        events = asyncio.run(asyncio.wait_for(chat(shaper.port), 300))
+
+    finished = events[-1]
+    assert isinstance(finished, Finished) and finished.stop is not None and finished.stats.unverified == 0
+    assert not [e for e in events if isinstance(e, LinkLost)]
+    assert finished.stats.bytes_up / finished.stats.new_tokens < 4 * runner.config.vocab_size  # no dense q
