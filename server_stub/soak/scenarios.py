@@ -84,6 +84,7 @@ async def malformed(setup: Setup, frames: int, oversized_every: int = 2500) -> d
         outcome = await _send_and_wait(client, frame)
         figures[outcome] += 1
         if outcome != "answered":
+            figures[f"{outcome}_after:{kind}"] += 1  # closes are by design: a wire-version flip, a 1009
             await client.close()
             client = None
     if client is not None:
