@@ -27,17 +27,18 @@ def test_a_sampled_chain_sent_without_its_proposals_gives_tokens_distributed_as_
     assert_lossless(sampled_chain_sent_without_q, PLAIN, seed=5)
 
 
-def generate(profile: LinkProfile) -> Finished:
+def generate(profile: LinkProfile, q_max_rtt_ms: float) -> Finished:
     with (
         ServerThread(SERVER_RUNNER) as server,
         ShaperThread(upstream_port=server.port, profile=profile) as link,
-        EngineThread(engine_config(link.port), client_draft("eagle")) as engine,
+        EngineThread(engine_config(link.port, q_max_rtt_ms=q_max_rtt_ms), client_draft("eagle")) as engine,
     ):
         return engine.generate(PROMPT, SAMPLED)
 
 
 def test_at_a_temperature_proposals_go_up_on_a_fast_link_and_not_on_a_slow_one() -> None:
-    fast, slow = generate(preset("lan")), generate(LinkProfile("slow", latency_ms=40))
+    # Thresholds far from each link's round trip (~1 ms and 120 ms), so a busy machine cannot blur them.
+    fast, slow = generate(preset("lan"), q_max_rtt_ms=200), generate(LinkProfile("slow", latency_ms=60), 50)
     vocab = SERVER_RUNNER.config.vocab_size
     assert len(fast.tokens) == len(slow.tokens) == 24
     per_round = [f.stats.bytes_up / f.stats.verify_rounds for f in (fast, slow)]
