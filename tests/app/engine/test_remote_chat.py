@@ -158,7 +158,7 @@ def test_a_message_sent_offline_is_answered_at_once_and_repaired_to_the_targets_
     assert list(finished.tokens) == reference(conversation, NEW)
     assert finished.stop is StopReason.MAX_TOKENS and finished.stats.unverified == 0
     offline = [e for e in events if isinstance(e, TokenGenerated) and e.source is TokenSource.OFFLINE]
-    assert len(offline) == 5 and 0 < first_offline < 1.0  # at once, and no more than the budget
+    assert len(offline) == 5 and 0 < first_offline < 2.0  # at once (no connect timeout), and only the budget
     assert [e.budget for e in events if isinstance(e, OfflineBudgetReached)] == [5]
     assert any(isinstance(e, Repaired) for e in events)
     view = shown(events)
@@ -195,7 +195,7 @@ def test_cancel_ends_the_answer_at_once_keeping_it_and_the_next_turn_is_still_th
 
     assert cancelled.stop is StopReason.CANCELLED and 3 <= len(cancelled.tokens) < 60
     assert list(cancelled.tokens) == reference([Turn("user", USER[0])], 60)[: len(cancelled.tokens)]
-    assert took < 0.5  # well within one 80 ms round trip plus the engine's own work
+    assert took < 1.0  # an 80 ms round trip plus the engine's own work, with room for a busy machine
     assert list(after.tokens) == reference(follow, NEW)
 
 
