@@ -53,14 +53,21 @@ async def run_answers(
     return open_s, rows
 
 
-def measure(mode: str, presets: list[str], prompts: list[str], max_tokens: int, device: str) -> dict:
-    settings = Settings(mode=mode, max_tokens=max_tokens, device=device, link=presets[0] if mode == "demo" else "lan")
+def measure(mode: str, presets: list[str], prompts: list[str], max_tokens: int, device: str, draft: str) -> dict:
+    link = presets[0] if mode == "demo" else "lan"
+    settings = Settings(mode=mode, max_tokens=max_tokens, device=device, link=link, draft=draft)
     started = time.perf_counter()
     with launch(settings, lambda message: print(f"  {message}", file=sys.stderr, flush=True)) as launched:
         launch_s = time.perf_counter() - started
         open_s, rows = asyncio.run(run_answers(launched, settings, presets if mode == "demo" else ["-"], prompts))
     # start = until the first message could be sent: launch (demo verifier, draft) + open (local models, GGUF)
-    return {"mode": mode, "start_s": round(launch_s + open_s, 2), "launch_s": round(launch_s, 2), "answers": rows}
+    return {
+        "mode": mode,
+        "draft": settings.draft if mode != "api" else "none",
+        "start_s": round(launch_s + open_s, 2),
+        "launch_s": round(launch_s, 2),
+        "answers": rows,
+    }
 
 
 def summary(result: dict) -> list[str]:
@@ -69,7 +76,8 @@ def summary(result: dict) -> list[str]:
         rows = [row for row in result["answers"] if row["link"] == link]
         median = {key: statistics.median(row[key] or 0.0 for row in rows) for key in ("tokens_per_s", "ttft_s", "tau")}
         lines.append(
-            f"{result['mode']:6} {link:4} start {result['start_s']:6.1f} s  tokens/s {median['tokens_per_s']:6.1f}  "
+            f"{result['mode']:6} {result['draft']:5} {link:4} start {result['start_s']:6.1f} s  "
+            f"tokens/s {median['tokens_per_s']:6.1f}  "
             f"first token {median['ttft_s']:5.2f} s  tau {median['tau']:4.2f}  ({len(rows)} answers, "
             f"{sum(row['tokens'] for row in rows)} tokens)"
         )
@@ -83,13 +91,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prompts", type=int, default=len(PROMPTS), help=f"how many of the {len(PROMPTS)} prompts")
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--draft", default="moa", help="moa, eagle, independent, none (local: the target alone)")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     prompts = list(PROMPTS[: args.prompts])
     results = []
     for mode in args.modes.split(","):
         print(f"{mode}:", file=sys.stderr, flush=True)
-        results.append(measure(mode, args.presets.split(","), prompts, args.max_tokens, args.device))
+        results.append(measure(mode, args.presets.split(","), prompts, args.max_tokens, args.device, args.draft))
         for line in summary(results[-1]):
             print(line, flush=True)
     if args.json is not None:

@@ -250,3 +250,37 @@ def verifier_pids(parent: int | None = None) -> list[int]:
         if b"server_stub" in cmdline and state != "Z" and parent in (None, int(ppid)):
             pids.append(int(stat.parent.name))
     return pids
+
+
+@pytest.mark.integration
+def test_headless_remote_with_a_token_and_a_wrong_token(tmp_path: Path) -> None:
+    from app.demo.demo import DemoOptions, free_port, verifier_command
+    from app.demo.verifier import VerifierProcess, child_env
+
+    token, wrong = tmp_path / "token", tmp_path / "wrong"
+    token.write_text("a-long-random-secret\n")
+    wrong.write_text("not-the-secret\n")
+    port = free_port()
+    command = [*verifier_command(DemoOptions(device="cpu"), port), "--token-file", str(token)]
+    server = VerifierProcess(command, port, env=child_env(str(REPO_ROOT)))
+    server.start()
+    try:
+        server.wait_ready()
+        url = f"ws://127.0.0.1:{port}"
+        result = headless("--server", url, "--token-file", str(token), "--draft", "eagle", "--prompt", "Hi!")
+        check_answer(result, {"accepted", "target"})
+        assert result["engine"]["mode"] == "remote" and result["engine"]["verifier"] == url
+
+        refused = subprocess.run(
+            [sys.executable, "-m", "app", "--headless", "--server", url, "--token-file", str(wrong)]
+            + ["--draft", "eagle", "--device", "cpu", "--offline-model", "none", "--prompt", "Hi!"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert refused.returncode == 2, refused.stderr[-2000:]
+        last = refused.stderr.strip().splitlines()[-1]
+        assert last.startswith("moa-chat: error:") and "UNAUTHORIZED" in last and "Traceback" not in refused.stderr
+    finally:
+        server.close()
