@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--turns", type=int, default=0, help="play each conversation as a chat of N user turns")
     p.add_argument("--chain", type=int, default=None, help="a fixed chain length G (default: paced per round)")
     p.add_argument("--tree", default=None, help="DEPTH,TOPK,TOTAL: EAGLE-2 dynamic trees instead of chains")
+    p.add_argument("--confidence", type=float, default=0.0, help="chains stop below this draft confidence")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0, help="seed of sampling at T>0")
@@ -84,7 +85,7 @@ def parse_config(args: argparse.Namespace) -> RemoteBenchConfig:
         offline_model=offline_model,
         turns=args.turns,
         chain=args.chain,
-        tree=DraftShape.parse_tree(args.tree) if args.tree else None,
+        tree=DraftShape.parse_tree(args.tree) if args.tree else DraftShape(min_confidence=args.confidence),
         sampling=SamplingConfig(args.temperature, top_p=args.top_p, seed=args.seed),
     )
 
@@ -219,6 +220,7 @@ def _describe(args: argparse.Namespace, config: RemoteBenchConfig, runner: Targe
         "turns": config.turns,
         "chain": config.chain,
         "tree": args.tree,
+        "confidence": args.confidence,
         "cut_after": config.cut_after,
         "cut_tokens": config.cut_tokens,
         "cut_ms": config.cut_ms,

@@ -64,7 +64,7 @@ class RemoteBenchConfig:
     offline_model: Path | None = None  # a GGUF model: adds the "gguf" row to the study
     turns: int = 0  # > 0: play each chat's first `turns` user messages (per-turn costs in the JSON)
     chain: int | None = None  # a fixed chain length (None: the pacer's choice each round)
-    tree: DraftShape | None = None  # EAGLE-2 dynamic trees instead of chains
+    tree: DraftShape | None = None  # EAGLE-2 dynamic trees instead of chains, or --confidence chains
     sampling: SamplingConfig = SamplingConfig()  # T = 0 (greedy) unless set
 
     def __post_init__(self) -> None:

@@ -9,7 +9,9 @@ going for as long as the link is down, so the chain here is incremental:
     truncate(length)           forget the committed tokens from ``length`` on (a chat's next turn
                                keeps its common prefix with the last); the chain is dropped
     restart(root)              a new chain below ``root`` (the newest token the verifier has not run)
-    grow(n)                    draft n more tokens after the chain's last
+    grow(n)                    draft n more tokens after the chain's last (fewer, and ``stalled``, where
+                               the draft's top probability falls below ``min_confidence``: EAGLE-2's
+                               signal that acceptance is unlikely; decided before sampling: lossless)
     adopt(root, tokens, q)     a new chain below ``root`` whose tokens are already known (drafted
                                ahead before the verifier's reply): run them through the draft
                                without choosing again, so ``grow`` continues after them
@@ -45,6 +47,8 @@ class DraftChain:
         self.model = model.eval()
         self.sampling = sampling
         self.generator = generator
+        self.min_confidence = 0.0  # a chain stops where the draft's top probability is below this (0: off)
+        self.stalled = False  # this chain reached such a position: it grows no further this round
         self.observed = 0  # committed tokens the draft has taken in
         self.history: list[int] = []  # ... which ones
         self.root: int | None = None
@@ -99,13 +103,18 @@ class DraftChain:
         self._unstepped = root
         self._state = self.model.initial_state()
 
-    def grow(self, n: int) -> list[int]:
-        """Draft ``n`` more tokens after the chain's last; returns them."""
+    def grow(self, n: int, confident_only: bool = True) -> list[int]:
+        """Draft up to ``n`` more tokens after the chain's last; returns them (see ``min_confidence``)."""
         assert self.root is not None, "restart() the chain before growing it"
         new = []
         for _ in range(n):
+            if self.stalled and confident_only:
+                break
             self._run_unstepped()
             assert self._logits is not None
+            if confident_only and self.min_confidence and self._confidence(self._logits) < self.min_confidence:
+                self.stalled = True
+                break
             token, q = self._choose(self._logits)
             self.tokens.append(token)
             self.q.append(q)
@@ -147,6 +156,10 @@ class DraftChain:
         self._logits = logits[0]
         self._unstepped = None
 
+    @staticmethod
+    def _confidence(logits: torch.Tensor) -> float:
+        return float(torch.softmax(logits.float(), -1).max())
+
     def _choose(self, logits: torch.Tensor) -> tuple[int, torch.Tensor | None]:
         """(target token id, its proposal over the full vocabulary or None when greedy)."""
         parts = self.model.parts
@@ -157,6 +170,7 @@ class DraftChain:
         return int(parts.d2t[draft_id]), parts.to_full_vocab(q)
 
     def _drop(self) -> None:
+        self.stalled = False
         self.root = None
         self.tokens, self.q = [], []
         self._unstepped = self._logits = self._state = None

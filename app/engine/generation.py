@@ -256,7 +256,7 @@ class Generation:
     async def _draft_ahead(self, reply: asyncio.Task[Reply], sent: int) -> None:
         """Draft past the chain in flight until the reply comes (or enough for the next chain is ready)."""
         budget = sent + 1 + (self._gamma(peek=True) or 0)
-        while not reply.done() and len(self.chain.tokens) < budget and self.chain.observed:
+        while not reply.done() and len(self.chain.tokens) < budget and self.chain.observed and not self.chain.stalled:
             await self._grow(1)
 
     async def _grow(self, n: int) -> None:

@@ -80,7 +80,7 @@ class DraftContinuation:
     async def next_token(self, context: list[int], sampling: SamplingConfig) -> int | None:
         if self.chain.observed == 0:
             return None  # the draft has seen no target state yet: it cannot write
-        tokens: list[int] = await self.work(self.chain.grow, 1)
+        tokens: list[int] = await self.work(self.chain.grow, 1, False)  # offline, confidence does not stop it
         self.chain.q[-1] = None  # offline tokens are verified as deterministic proposals: no (V,) q kept
         return tokens[0]
 

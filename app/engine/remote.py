@@ -205,6 +205,7 @@ class RemoteEngine:
         common prefix)."""
         assert isinstance(self.draft, ClientDraft)
         chain = DraftChain(self.draft.drafter.model, decode.sampling, decode.sampling.generator())
+        chain.min_confidence = decode.shape.min_confidence  # --confidence chains (0: off)
         if self._chain is not None and not forget:
             chain.observed, chain.history = self._chain.observed, list(self._chain.history)
         else:

@@ -356,3 +356,22 @@ def test_trees_over_the_network_answer_as_the_target_turn_after_turn(
         messages, second = run(chat(server.port))
     assert list(second.tokens) == reference(messages, 24)
     assert 0 < second.stats.verify_rounds <= len(second.tokens)  # each tree round yields at least a token
+
+
+def test_confidence_chains_stop_where_the_draft_is_unsure_and_still_answer_as_the_target() -> None:
+    plain = DecodeConfig(max_new_tokens=24)
+    confident = DecodeConfig(max_new_tokens=24, shape=DraftShape(min_confidence=0.5))
+
+    async def chat(port: int) -> tuple[Finished, Finished]:
+        engine = chat_engine(port, kind="eagle", gamma_min=4, gamma_max=4)
+        await engine.open()
+        first, _ = await answer(engine, [Turn("user", USER[0])], plain)
+        engine.engine.forget()
+        second, _ = await answer(engine, [Turn("user", USER[0])], confident)
+        await engine.close()
+        return first, second
+
+    with ServerThread(SERVER) as server:
+        first, second = run(chat(server.port))
+    assert list(first.tokens) == list(second.tokens) == reference([Turn("user", USER[0])], 24)
+    assert second.stats.mean_gamma < first.stats.mean_gamma  # a random draft is rarely sure: shorter chains
