@@ -23,6 +23,7 @@ from app.engine.sync import EngineThread
 from drafts.data.conversations import Turn
 from drafts.decoding.autoregressive import generate_autoregressive
 from drafts.decoding.config import DecodeConfig
+from drafts.target.chat import Said, format_chat_after
 from drafts.target.runner import TargetRunner
 
 
@@ -80,10 +81,13 @@ def play_chat(
     messages: list[Turn] = [chat.system] if chat.system is not None else []
     answers: list[Finished] = []
     identical: bool | None = None if reference is None else True
+    said: Said | None = None
     for user in chat.users:
         messages.append(user)
-        prompt = runner.format_chat(messages)
+        rendered = format_chat_after(runner.tokenizer, messages, said)  # as a chat engine renders it
+        prompt = list(rendered.tokens)
         finished = engine.generate(prompt, decode)
+        said = rendered.answered(finished.tokens, finished.text)
         answers.append(finished)
         if reference is not None:
             identical = bool(identical) and list(finished.tokens) == reference(prompt)

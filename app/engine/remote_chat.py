@@ -17,7 +17,9 @@
     await engine.close()                # cancels a running stream first
 
 The conversation is rendered with the target's chat template in one place
-(:func:`drafts.target.chat.format_chat`); :class:`~app.engine.remote.RemoteEngine` then keeps the
+(:func:`drafts.target.chat.format_chat_after`: the last prompt and its answer keep the tokens they
+were generated as, so a re-encoding that differs, such as SmolLM2's "\n\n", cannot cut the reuse
+short); :class:`~app.engine.remote.RemoteEngine` then keeps the
 longest common token prefix with the previous turn in the verifier (``Rewind``) and in the draft
 (cut back, not reset), so an edited earlier message rewinds to where it differs.
 
@@ -44,6 +46,7 @@ from app.engine.draftless import Draftless
 from app.engine.errors import EngineError, LinkDownError, VerifierRefusedError
 from app.engine.events import (
     EngineEvent,
+    Finished,
     LinkChanged,
     LinkLost,
     LinkRestored,
@@ -54,7 +57,7 @@ from app.engine.events import (
 from app.engine.remote import RemoteEngine
 from drafts.decoding.config import DecodeConfig
 from drafts.errors import ConfigError
-from drafts.target.chat import format_chat
+from drafts.target.chat import Said, format_chat_after
 
 RTT_DECAY = 0.7  # weight of the past in the idle round trip (websockets' keepalive latency)
 RECOVER = 0.8  # DEGRADED ends below this share of the threshold (no flapping at the edge)
@@ -77,6 +80,7 @@ class RemoteChatEngine:
         self._keeper: asyncio.Task[None] | None = None
         self._streaming = False
         self._closed = False
+        self._said: Said | None = None  # the last prompt and its answer, as text and tokens in step
 
     def describe(self) -> EngineInfo:
         draft, url = self.draft, self.config.link.url
@@ -109,12 +113,15 @@ class RemoteChatEngine:
         """The next assistant message after ``messages``: its events, ending with Finished."""
         if not messages:
             raise ConfigError("the conversation is empty; pass at least the user's message")
-        prompt = format_chat(self.tokenizer, messages)
+        said = format_chat_after(self.tokenizer, messages, self._said)
+        self._said = None  # until this answer is complete and known
         await self._stop_keeping()  # the generation reconnects by itself while it runs
         self._streaming = True
         try:
-            async with contextlib.aclosing(self.engine.stream(prompt, decode)) as events:
+            async with contextlib.aclosing(self.engine.stream(list(said.tokens), decode)) as events:
                 async for event in events:
+                    if isinstance(event, Finished):  # the next turn extends these tokens
+                        self._said = said.answered(event.tokens, event.text)
                     yield event  # a consumer that stops reading stops the generation (aclosing)
         finally:
             self._streaming = False

@@ -16,10 +16,12 @@ from drafts.data.conversations import Turn
 from drafts.decoding.autoregressive import generate_autoregressive
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.events import TokenSource
+from drafts.decoding.stopping import StopReason
 from drafts.locations import shipped_checkpoint
 from drafts.net import ShaperThread, preset
 from drafts.neural.drafter import NeuralDrafter
 from drafts.sampling import SamplingConfig
+from drafts.target.chat import format_chat_after
 from drafts.target.loading import load_target
 from drafts.target.runner import TargetRunner
 from drafts.training.checkpoint import draft_id, load_draft
@@ -70,12 +72,17 @@ def test_smollm2_chat_reuses_each_turn_and_repairs_a_turn_started_offline() -> N
     ):
         conversations, answers, last = asyncio.run(asyncio.wait_for(chat(shaper), 300))
 
-    prompts = [runner.format_chat(c) for c in conversations]
+    prompts, said = [], None  # each turn as the engine renders it: the last answer's tokens kept
+    for conversation, finished in zip(conversations, answers, strict=True):
+        rendered = format_chat_after(runner.tokenizer, conversation, said)
+        prompts.append(list(rendered.tokens))
+        said = rendered.answered(finished.tokens, finished.text)
     for prompt, finished in zip(prompts, answers, strict=True):
         assert list(finished.tokens) == generate_autoregressive(runner, prompt, decode).tokens
         assert finished.text == runner.decode(finished.tokens)
     for k in (1, 2):  # only what follows the last prompt (its answer's end and the new message)
-        assert answers[k].stats.prefill_tokens <= len(prompts[k]) - len(prompts[k - 1])
+        held = len(prompts[k - 1]) + len(answers[k - 1].tokens) - (answers[k - 1].stop is not StopReason.EOS)
+        assert answers[k].stats.prefill_tokens == len(prompts[k]) - 1 - held  # the verifier held the rest
     assert any(isinstance(e, TokenGenerated) and e.source is TokenSource.OFFLINE for e in last)
     assert any(isinstance(e, Repaired) for e in last) and answers[-1].stats.unverified == 0
     print(
