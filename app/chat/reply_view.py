@@ -52,6 +52,7 @@ class ReplyView(Vertical):
         self._header_text = header or ("writing…" if streaming else "")
         self._blocks: list[Block] = []
         self._statics: list[Static] = []
+        self._ready = False  # children composed: Textual's is_mounted turns True only after on_mount returns
 
     def compose(self) -> ComposeResult:
         yield Static(self._header_content(), classes="reply-header")
@@ -60,6 +61,7 @@ class ReplyView(Vertical):
 
     def on_mount(self) -> None:
         """Show what was asked before the children existed (a short answer can finish before this)."""
+        self._ready = True
         self.redraw()
         self.set_markdown(self.markdown)
 
@@ -68,7 +70,7 @@ class ReplyView(Vertical):
 
     def redraw(self) -> None:
         """Bring the provenance view up to date with ``reply`` (only the changed paragraphs)."""
-        if not self.is_mounted:
+        if not self._ready:
             return
         blocks = split_blocks(self.reply.runs(self.show_rejected))
         container = self.query_one(".reply-blocks", Vertical)
@@ -98,7 +100,7 @@ class ReplyView(Vertical):
 
     def set_header(self, text: str) -> None:
         self._header_text = text
-        if self.is_mounted:
+        if self._ready:
             self.query_one(".reply-header", Static).update(self._header_content())
 
     def set_show_rejected(self, shown: bool) -> None:
@@ -116,7 +118,7 @@ class ReplyView(Vertical):
         """Markdown (rendered, code highlighted) or the provenance view; never Markdown while streaming."""
         self.markdown = markdown and not self.streaming
         self.set_header(self._header_text)
-        if not self.is_mounted:
+        if not self._ready:
             return
         view = self.query_one(".reply-markdown", Markdown)
         if self.markdown:

@@ -17,7 +17,7 @@ BADGES: dict[LinkState, tuple[str, str]] = {
     LinkState.RECONNECTING: ("↻ reconnecting", "bold $text-warning"),
     LinkState.LOCAL: ("■ local", "bold $text-accent"),
 }
-SEPARATOR = ("  │  ", "dim")
+SEPARATOR = (" │ ", "dim")
 
 
 def _figure(value: float | None, template: str) -> str:
