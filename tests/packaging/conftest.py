@@ -18,5 +18,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     skip = pytest.mark.skip(reason="builds the desktop binary (minutes): run with -m packaging")
     for item in items:
-        if "packaging" in item.keywords:
+        if item.get_closest_marker("packaging") is not None:
             item.add_marker(skip)
