@@ -76,6 +76,10 @@ class MoaChatApp(App[int]):
             self.notify(failure.message, title=failure.title, severity="error", timeout=30, markup=False)
         finally:
             self.engine_opened.set()
+            # llama.cpp points the process's stdout/stderr at /dev/null while it loads the offline
+            # model, and Textual writes the screen to stderr: what it painted meanwhile (the first
+            # screen) was lost. Paint all of it again.
+            self.screen.refresh(repaint=True, layout=True)
 
     def apply_theme(self, theme: str) -> None:
         if theme in self.available_themes:
