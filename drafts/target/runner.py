@@ -8,6 +8,7 @@ accepted positions, compacts the cache, and returns the activations the draft de
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -94,10 +95,10 @@ class TargetRunner:
     ) -> tuple[torch.Tensor, torch.Tensor | dict[str, torch.Tensor] | None]:
         if tree is None or tree.is_chain:
             return torch.arange(start, start + n, device=self.device)[None], None
-        depths = torch.tensor(tree.depths, device=self.device)  # (n,)
-        positions = start + depths  # (n,)
+        depths, ancestors = _tree_layout(tree.parents)
+        positions = start + depths.to(self.device)  # (n,)
         visible = torch.ones(n, start + n, dtype=torch.bool, device=self.device)  # (n, start + n)
-        visible[:, start:] = tree.ancestor_mask().to(self.device)
+        visible[:, start:] = ancestors.to(self.device)
         key_pos = torch.cat([torch.arange(start, device=self.device), positions])  # (start + n,)
         return positions[None], self._mask_per_layer_type(visible, positions, key_pos)
 
@@ -119,3 +120,10 @@ class TargetRunner:
                 f"{total} tokens exceed {self.fingerprint.name}'s context of {self.context_length}; "
                 "shorten the prompt or lower --max-new-tokens"
             )
+
+
+@lru_cache(maxsize=64)
+def _tree_layout(parents: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Depths (n,) and ancestor mask (n, n) of a tree shape, built once per shape (drafters reuse a few)."""
+    tree = DraftTree(tuple(0 for _ in parents), parents)
+    return torch.tensor(tree.depths), tree.ancestor_mask()

@@ -29,10 +29,7 @@ class TargetSession:
         if keep == list(range(len(keep))):
             self._crop_to(start + len(keep))
         else:
-            index = torch.tensor(keep, device=self._device()) + start
-            for layer in self._layers():
-                layer.keys = torch.cat([layer.keys[:, :, :start], layer.keys[:, :, index]], dim=2)
-                layer.values = torch.cat([layer.values[:, :, :start], layer.values[:, :, index]], dim=2)
+            self._compact_tail(start, keep)
         self.length = start + len(keep)
         self.pending = 0
 
@@ -53,6 +50,20 @@ class TargetSession:
             kv = torch.cat([k, v], dim=-1).transpose(0, 1)  # (count, n_kv, 2 hd)
             per_layer.append(kv.reshape(count, -1))  # (count, n_kv * 2 hd)
         return torch.stack(per_layer, dim=1)  # (count, L, 2 n_kv hd)
+
+    @torch.inference_mode()
+    def _compact_tail(self, start: int, keep: list[int]) -> None:
+        """Move pending positions ``keep`` to ``start``, ``start + 1``, ... in place, then crop.
+
+        Only the kept tail is gathered (and copied once); the committed prefix is not touched, where
+        concatenating a new cache would copy every layer's whole prefix on each verify.
+        """
+        index = torch.tensor(keep, device=self._device()) + start
+        end = start + len(keep)
+        for layer in self._layers():
+            layer.keys[:, :, start:end] = layer.keys[:, :, index]  # the gather copies before the write
+            layer.values[:, :, start:end] = layer.values[:, :, index]
+        self._crop_to(end)
 
     def _crop_to(self, length: int) -> None:
         # Sliced directly: Cache.crop's meaning changed across transformers versions.
