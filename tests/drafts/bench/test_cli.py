@@ -179,7 +179,7 @@ def test_malformed_jsonl_is_an_error_that_names_the_line(
     ("argv", "message"),
     [
         (["--max-new-tokens", "0"], "--max-new-tokens must be >= 1"),
-        (["--temperature", "-1"], "temperature must be >= 0"),
+        (["--temperature", "-1"], "temperature must be 0 (greedy) or in [0.001, 1000]"),
         (["--limit", "0"], "--limit must be >= 1"),
         (["--chain", "-2"], "--chain must be >= 0"),
         (["--checkpoint", "moa"], "--checkpoint takes NAME=DIR"),
