@@ -79,7 +79,7 @@ def prefill(
         session = runner.new_session()
         drafter.begin(prompt)
     new = prompt[_held(session, prompt) :]
-    logits = runner.extend(session, new, drafter.needs, last_only=drafter.needs.empty)
+    logits = runner.extend(session, new, drafter.needs, last_only=True)  # only the root's logits are read
     acts = runner.commit(session, None, drafter.needs)
     root = choose(logits[-1], config.sampling, generator)
     drafter.observe(new, acts, root)
