@@ -12,6 +12,10 @@ with ``q = δ_x``: accepted with probability ``p(x)``, and on rejection ``p(x)``
 rest renormalised: the multi-candidate rule EAGLE and SpecInfer use. Both cases keep the output
 distributed exactly as the target's (lossless). A chain is the tree with one child per node.
 
+A proposal sent as its top K entries (``tree.q_sparse``) is the distribution ``q'`` the draft
+really sampled from, scattered into zeros over the vocabulary here: the rule above then holds
+as it is (the argument: :mod:`drafts.sparse_proposal`).
+
 Greedy decoding (temperature 0) is the limit where ``p`` is one-hot: accept while the token is
 the target's argmax, then emit the argmax.
 """
@@ -96,7 +100,10 @@ def _accept_stochastic(
 
 
 def _proposal(tree: DraftTree, child: int, like: torch.Tensor) -> torch.Tensor:
-    """The proposal ``q`` (V,) that ``child`` was drawn from: the draft's, or δ_x."""
+    """The proposal ``q`` (V,) that ``child`` was drawn from: the draft's (dense, or its top K
+    scattered into zeros: :mod:`drafts.sparse_proposal`), or δ_x."""
+    if tree.q_sparse is not None:
+        return tree.q_sparse.dense_row(child - 1, like)
     if tree.q is not None:
         return tree.q[child - 1].to(like)
     delta = torch.zeros_like(like)

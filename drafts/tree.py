@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from drafts.sparse_proposal import SparseProposal
+
 
 @dataclass(frozen=True)
 class DraftTree:
@@ -24,6 +26,7 @@ class DraftTree:
     tokens: tuple[int, ...]  # token id of nodes 1..N
     parents: tuple[int, ...]  # tree index of each node's parent (0 = root), parents[i] <= i
     q: torch.Tensor | None = None  # (N, V) distribution node i was sampled from; None = deterministic
+    q_sparse: SparseProposal | None = None  # the same as top-K rows (drafts.sparse_proposal); at most one of the two
     depths: tuple[int, ...] = field(init=False)  # depth of nodes 0..N (root = 0)
 
     def __post_init__(self) -> None:
@@ -37,9 +40,11 @@ class DraftTree:
         object.__setattr__(self, "depths", tuple(depths))
 
     @classmethod
-    def chain(cls, tokens: list[int] | tuple[int, ...], q: torch.Tensor | None = None) -> DraftTree:
+    def chain(
+        cls, tokens: list[int] | tuple[int, ...], q: torch.Tensor | None = None, q_sparse: SparseProposal | None = None
+    ) -> DraftTree:
         """A chain: each token follows the previous one."""
-        return cls(tuple(tokens), tuple(range(len(tokens))), q)
+        return cls(tuple(tokens), tuple(range(len(tokens))), q, q_sparse)
 
     @property
     def size(self) -> int:

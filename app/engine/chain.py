@@ -22,8 +22,10 @@ The draft's own caches always hold the observed tokens plus this chain as scratc
 ``end_round`` drops the scratch). Positions: the root sits at ``observed`` (everything before it
 is committed), drafted token i at ``observed + 1 + i``.
 
-At T > 0 each drafted token keeps the proposal ``q`` (V,) it was sampled from, which the
-verifier's acceptance rule needs to stay lossless (:mod:`drafts.acceptance`).
+At T > 0 each drafted token is sampled from its proposal kept to the top ``q_top_k`` entries
+and rounded to float16 (:mod:`drafts.sparse_proposal`: the rule and why it is lossless), and
+keeps that proposal, which the verifier's acceptance rule needs (:mod:`drafts.acceptance`).
+``q_top_k = 0`` samples from the full distribution and keeps none (deterministic proposals).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from drafts.drafters.base import DraftShape
 from drafts.neural.base import NeuralDraft
 from drafts.neural.tree_search import dynamic_tree
 from drafts.sampling import SamplingConfig, logits_to_probs, sample
+from drafts.sparse_proposal import SparseProposal, sample_sparse, truncate
 from drafts.target.activations import Activations
 from drafts.tree import DraftTree
 
@@ -48,12 +51,13 @@ class DraftChain:
         self.sampling = sampling
         self.generator = generator
         self.min_confidence = 0.0  # a chain stops where the draft's top probability is below this (0: off)
+        self.q_top_k = 32  # at T > 0, sample from (and keep) the top-K proposal; 0: the full one, kept as None
         self.stalled = False  # this chain reached such a position: it grows no further this round
         self.observed = 0  # committed tokens the draft has taken in
         self.history: list[int] = []  # ... which ones
         self.root: int | None = None
         self.tokens: list[int] = []  # drafted below the root, in order
-        self.q: list[torch.Tensor | None] = []  # (V,) proposal of each drafted token; None at T = 0 or unknown
+        self.q: list[SparseProposal | None] = []  # 1-row proposal of each drafted token; None at T = 0 or unknown
         self._unstepped: int | None = None  # the newest chain token (or the root), not yet run through the draft
         self._logits: torch.Tensor | None = None  # (Dv,) the draft's prediction after the last token it ran
         self._state: Any = None  # per-token recurrent state (EAGLE's predicted feature)
@@ -122,7 +126,7 @@ class DraftChain:
             new.append(token)
         return new
 
-    def adopt(self, root: int, tokens: list[int], q: list[torch.Tensor | None]) -> None:
+    def adopt(self, root: int, tokens: list[int], q: list[SparseProposal | None]) -> None:
         """A new chain below ``root`` made of ``tokens``, already drafted (``q``: their proposals, or [])."""
         self.restart(root)
         for token in tokens:
@@ -141,8 +145,8 @@ class DraftChain:
         finally:
             self.model.end_round()
 
-    def proposal_q(self, count: int) -> torch.Tensor | None:
-        """(count, V) proposals of the chain's first ``count`` tokens; None if any is unknown (greedy)."""
+    def proposal_q(self, count: int) -> SparseProposal | None:
+        """Top-K proposals of the chain's first ``count`` tokens; None if any is unknown (greedy)."""
         return stacked(self.q[:count])
 
     # -- internals ---------------------------------------------------------------------------
@@ -160,14 +164,16 @@ class DraftChain:
     def _confidence(logits: torch.Tensor) -> float:
         return float(torch.softmax(logits.float(), -1).max())
 
-    def _choose(self, logits: torch.Tensor) -> tuple[int, torch.Tensor | None]:
-        """(target token id, its proposal over the full vocabulary or None when greedy)."""
+    def _choose(self, logits: torch.Tensor) -> tuple[int, SparseProposal | None]:
+        """(target token id, the top-K proposal it was sampled from; None when greedy or q_top_k = 0)."""
         parts = self.model.parts
         if self.sampling.greedy:
             return int(parts.d2t[int(logits.argmax())]), None
         q = logits_to_probs(logits, self.sampling)  # (Dv,) the transform the target's p goes through
-        draft_id = int(sample(q, self.generator))
-        return int(parts.d2t[draft_id]), parts.to_full_vocab(q)
+        if self.q_top_k == 0:
+            return int(parts.d2t[int(sample(q, self.generator))]), None
+        proposal = truncate(q, self.q_top_k, torch.float16, ids=parts.d2t)  # target-vocabulary ids
+        return sample_sparse(proposal, self.generator), proposal
 
     def _drop(self) -> None:
         self.stalled = False
@@ -176,8 +182,8 @@ class DraftChain:
         self._unstepped = self._logits = self._state = None
 
 
-def stacked(q: list[torch.Tensor | None]) -> torch.Tensor | None:
-    """(n, V) float32 proposals on the CPU, as a Verify carries them; None (deterministic) if any is unknown."""
+def stacked(q: list[SparseProposal | None]) -> SparseProposal | None:
+    """The (n, K) proposals as a Verify carries them; None (deterministic) if any is unknown."""
     if not q or any(x is None for x in q):
         return None
-    return torch.stack([x for x in q if x is not None]).float().cpu()
+    return SparseProposal.stack([x for x in q if x is not None])

@@ -66,10 +66,11 @@ class EngineConfig:
     # back: a long outage must not write pages that the repair then deletes.
     offline_budget: int = 256
     stats_interval_s: float = 0.5  # StatsUpdated during a generation, about twice a second
-    # At T > 0, send each drafted token's proposal q (the vocabulary in float32) only while the
-    # smoothed round trip is below this; slower links get deterministic proposals (lossless, see
-    # Generation._q): a dense q per token would starve the keepalive on 4g/3g.
-    q_max_rtt_ms: float = 20.0
+    # At T > 0 each drafted token is sampled from the draft's top-K proposal and sent with it
+    # (K int32 ids + K float16 weights: 192 bytes a token at 32; drafts.sparse_proposal), on every
+    # link. 0: sample from the full distribution and send no q (deterministic proposals: lossless,
+    # fewer tokens accepted).
+    q_top_k: int = 32
     device: str = "auto"  # where the draft runs (as on the server: cuda, then mps, then cpu)
     client_name: str = field(default="moa-chat/0.1.0")  # Hello.client, for the server's logs
 
@@ -87,7 +88,7 @@ class EngineConfig:
             raise ConfigError(f"offline_wait_s must be >= 0, got {self.offline_wait_s}")
         if self.offline_budget < 1:
             raise ConfigError(f"offline_budget must be >= 1 token, got {self.offline_budget}")
-        if self.q_max_rtt_ms < 0:
-            raise ConfigError(f"q_max_rtt_ms must be >= 0 (0: never send q), got {self.q_max_rtt_ms}")
+        if not 0 <= self.q_top_k <= 4096:
+            raise ConfigError(f"q_top_k must be in [0, 4096] (0: send no q), got {self.q_top_k}")
         if self.stats_interval_s <= 0:
             raise ConfigError(f"stats_interval_s must be > 0 seconds, got {self.stats_interval_s}")

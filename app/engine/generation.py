@@ -33,8 +33,6 @@ import functools
 import time
 from collections.abc import Callable
 
-import torch
-
 from app.engine.chain import DraftChain, stacked
 from app.engine.client_draft import ClientDraft
 from app.engine.config import EngineConfig
@@ -60,6 +58,7 @@ from drafts.errors import ErrorCode
 from drafts.protocol import Prefilled, Verified, Verify
 from drafts.protocol.vectors import from_wire
 from drafts.sampling import SamplingConfig
+from drafts.sparse_proposal import SparseProposal
 from drafts.target.activations import Activations
 from drafts.tree import DraftTree
 
@@ -165,7 +164,7 @@ class Generation:
         root = t.root
         await self.work(self.chain.restart, root)
         await self._grow(gamma)
-        proposal, q = self.chain.tokens[:gamma], self._q(self.chain.proposal_q(gamma))
+        proposal, q = self.chain.tokens[:gamma], self.chain.proposal_q(gamma)
         adopt: Callable[[], None] | None = None
         while True:
             reply = await self._verify(root, proposal, q, adopt)
@@ -183,13 +182,13 @@ class Generation:
                 return
             if ahead and len(ahead) >= gamma:  # drafted already: send it first, take in the vectors after
                 adopt = functools.partial(adoption, root, ahead, ahead_q)
-                proposal, q = ahead[:gamma], self._q(stacked(ahead_q[:gamma]))
+                proposal, q = ahead[:gamma], stacked(ahead_q[:gamma])
                 t.counts.drafted_ahead += 1
                 continue
             adopt = None
             await self.work(adoption, root, ahead, ahead_q)
             await self._grow(gamma - len(self.chain.tokens))
-            proposal, q = self.chain.tokens[:gamma], self._q(self.chain.proposal_q(gamma))
+            proposal, q = self.chain.tokens[:gamma], self.chain.proposal_q(gamma)
 
     async def _tree_round(self, room: int) -> None:
         """One round with an EAGLE-2 tree of at most ``room`` nodes: draft, Verify, confirm the path."""
@@ -211,10 +210,15 @@ class Generation:
             self.offline.follow(t.context)
 
     async def _verify(
-        self, root: int, proposal: list[int], q: torch.Tensor | None, adopt: Callable[[], None] | None
+        self, root: int, proposal: list[int], q: SparseProposal | None, adopt: Callable[[], None] | None
     ) -> Verified:
-        """Verify ``proposal`` below ``root``; meanwhile take in the last round's vectors and draft ahead."""
-        request = Verify.of(0, root, DraftTree.chain(proposal, q), self._sampling)
+        """Verify ``proposal`` below ``root``; meanwhile take in the last round's vectors and draft ahead.
+
+        At T > 0 ``q`` is each token's top-K proposal (~192 bytes a token at K = 32, on every link:
+        no frame that could hold the keepalive's pong on 3g); None sends the tokens as deterministic
+        proposals (T = 0, ``q_top_k = 0``, offline tokens), lossless too (:mod:`drafts.acceptance`).
+        """
+        request = Verify.of(0, root, DraftTree.chain(proposal, None, q), self._sampling)
         sent = time.perf_counter()
         reply_task = asyncio.create_task(self._ask(request))
         try:
@@ -230,23 +234,7 @@ class Generation:
         self.progress.verified(len(proposal), accepted, time.perf_counter() - sent)
         return reply
 
-    def _q(self, q: torch.Tensor | None) -> torch.Tensor | None:
-        """The proposals to send with a chain: ``q`` on a fast link; on a slow one (or before the
-        round trip is known) none, so the tokens go as deterministic proposals.
-
-        Still lossless: a token ``x`` chosen before verification, whatever chose it, is accepted
-        with probability ``p(x)`` and else replaced from ``norm(p - δ_x)``, which gives
-        ``P(y) = p(x)[y = x] + (1 - p(x)) p(y) / (1 - p(x)) [y != x] = p(y)``
-        (:mod:`drafts.acceptance`). It costs acceptance (``p(x)`` instead of ``min(1, p(x)/q(x))``)
-        and saves V floats per token (~197 KB for SmolLM2): a frame that on 3g would hold the
-        keepalive's pong past its timeout.
-        """
-        rtt = self.pacer.rtt_s
-        if q is None or rtt is None or rtt * 1e3 > self.config.q_max_rtt_ms:
-            return None
-        return q
-
-    def _ahead(self, proposal: list[int], reply: Verified) -> tuple[list[int], list[torch.Tensor | None]]:
+    def _ahead(self, proposal: list[int], reply: Verified) -> tuple[list[int], list[SparseProposal | None]]:
         """The tokens drafted past ``proposal`` (and their q), if they continue what the target confirmed."""
         drafted, n = self.chain.tokens, len(proposal)
         if reply.accepted.numel() == n and len(drafted) > n and drafted[n] == reply.next_token:
@@ -367,7 +355,7 @@ def _adoption(chain: DraftChain, committed: list[int], acts: Callable[[], Activa
     """``adopt(root, ahead, ahead_q)``: the draft takes in a round's vectors, then continues below
     ``root`` from the tokens it drafted ahead (none: a fresh chain). Runs on the worker."""
 
-    def adopt(root: int, ahead: list[int], ahead_q: list[torch.Tensor | None]) -> None:
+    def adopt(root: int, ahead: list[int], ahead_q: list[SparseProposal | None]) -> None:
         chain.observe(committed, acts())
         chain.adopt(root, ahead, ahead_q)
 

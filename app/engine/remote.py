@@ -206,6 +206,7 @@ class RemoteEngine:
         assert isinstance(self.draft, ClientDraft)
         chain = DraftChain(self.draft.drafter.model, decode.sampling, decode.sampling.generator())
         chain.min_confidence = decode.shape.min_confidence  # --confidence chains (0: off)
+        chain.q_top_k = self.config.q_top_k  # at T > 0: sample from, and send, the top-K proposal
         if self._chain is not None and not forget:
             chain.observed, chain.history = self._chain.observed, list(self._chain.history)
         else:

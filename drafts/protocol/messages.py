@@ -44,6 +44,13 @@ The session stays open and usable after a Cancel: the client continues from ``co
 ``Bye`` cancels every pending request the same way (the replies are not sent: the session is
 closed), and a dropped connection stops its session's work within one step too.
 
+**Sparse proposals** (protocol version 4). A Verify at T > 0 carries the proposal each node was
+sampled from either dense (``q`` (N, V)) or as its top K entries (``q_indices`` (N, K) int32
+target-vocabulary ids, ``q_weights`` (N, K) float16/float32): the node's q' is the weights
+normalised over those ids and 0 elsewhere, and the draft must have sampled from exactly that q'
+(the rule and why it is lossless: :mod:`drafts.sparse_proposal`). ~192 bytes a node at K = 32 in
+float16 instead of ~197 KB dense. At most one of the two forms per Verify.
+
 Messages check their own invariants (tensor dtypes and shapes, ranges) at construction and raise
 :class:`~drafts.errors.MalformedFrameError`, so a bad message is refused the same way whether it
 was built locally or decoded off the wire. How they are laid out in bytes lives in
@@ -72,10 +79,12 @@ from drafts.protocol.checks import (
     require_tokens,
 )
 from drafts.sampling import SamplingConfig
+from drafts.sparse_proposal import SparseProposal
 from drafts.target.activations import ActivationRequest
 from drafts.tree import DraftTree
 
-PROTOCOL_VERSION = 3  # the message set below; bump on any change to a message or its meaning (2: Generate, 3: Cancel)
+PROTOCOL_VERSION = 4  # the message set below; bump on any change to a message or its meaning
+# (2: Generate, 3: Cancel, 4: Verify's sparse top-K proposals q_indices / q_weights)
 
 
 class MessageType(Enum):
@@ -196,6 +205,8 @@ class Verify:
     parents: torch.Tensor  # (N,) int64 tree index of each node's parent, parents[i] <= i
     q: torch.Tensor | None  # (N, V) draft distributions the nodes were sampled from; None = deterministic
     sampling: SamplingConfig
+    q_indices: torch.Tensor | None = None  # (N, K) int32: the sparse form of q (see the module docstring)
+    q_weights: torch.Tensor | None = None  # (N, K) float16/float32 at those ids
 
     def __post_init__(self) -> None:
         require_non_negative("verify", request_id=self.request_id, root_token=self.root_token)
@@ -208,16 +219,31 @@ class Verify:
             require_tensor("verify.q", self.q, PROB_DTYPES, (self.tokens.shape[0], None))
             if self.q.shape[1] == 0 or not bool(((self.q >= 0) & torch.isfinite(self.q)).all()):
                 raise MalformedFrameError("verify.q must hold finite probabilities >= 0 over a non-empty vocabulary")
+        if (self.q_indices is None) != (self.q_weights is None):
+            raise MalformedFrameError("verify.q_indices and verify.q_weights go together; send both or neither")
+        if self.q_sparse is not None:
+            if self.q is not None:
+                raise MalformedFrameError("verify carries q both dense and sparse; send one form")
+            self.q_sparse.check(self.tokens)
 
     @classmethod
     def of(cls, request_id: int, root_token: int, tree: DraftTree, sampling: SamplingConfig) -> Verify:
         tokens = torch.tensor(tree.tokens, dtype=torch.int64)
         parents = torch.tensor(tree.parents, dtype=torch.int64)
-        return cls(request_id, root_token, tokens, parents, tree.q, sampling)
+        sparse = tree.q_sparse
+        if sparse is None:
+            return cls(request_id, root_token, tokens, parents, tree.q, sampling)
+        return cls(request_id, root_token, tokens, parents, tree.q, sampling, sparse.indices, sparse.weights)
+
+    @property
+    def q_sparse(self) -> SparseProposal | None:
+        if self.q_indices is None or self.q_weights is None:
+            return None
+        return SparseProposal(self.q_indices, self.q_weights)
 
     @property
     def tree(self) -> DraftTree:
-        return DraftTree(tuple(self.tokens.tolist()), tuple(self.parents.tolist()), self.q)
+        return DraftTree(tuple(self.tokens.tolist()), tuple(self.parents.tolist()), self.q, self.q_sparse)
 
 
 @dataclass(frozen=True)

@@ -220,6 +220,8 @@ def _verify(f: Fields, t: TensorFields, limits: Limits) -> Verify:
         parents=t.take("parents"),
         q=t.optional("q"),
         sampling=f.section("sampling", _sampling),
+        q_indices=t.optional("q_indices"),
+        q_weights=t.optional("q_weights"),
     )
 
 

@@ -334,6 +334,11 @@ class TransformersBackend:
                 f"q covers {tree.q.shape[-1]} tokens, the target's distributions {width}; "
                 "send q over the target's full vocabulary (TargetParts.to_full_vocab)"
             )
+        if tree.q_sparse is not None and int(tree.q_sparse.indices.max()) >= width:
+            raise InvalidRequestError(
+                f"q_indices name token id {int(tree.q_sparse.indices.max())}, outside the target's {width} "
+                "distributions; send target-vocabulary ids (the draft's d2t)"
+            )
 
     def _check_room(self, length: int, more: int, doing: str) -> None:
         if length + more > self.max_context:

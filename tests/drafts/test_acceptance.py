@@ -19,6 +19,7 @@ import torch
 
 from drafts.acceptance import Acceptance, accept_chain, accept_tree
 from drafts.sampling import SamplingConfig, logits_to_probs
+from drafts.sparse_proposal import SparseProposal, sample_sparse, truncate
 from drafts.tree import DraftTree
 
 V = 6
@@ -156,6 +157,16 @@ def sampled_chain(prefix: tuple[int, ...], cfg: SamplingConfig, generator: torch
     return DraftTree.chain([t1, t2], torch.stack([q1, q2]))
 
 
+def sparse_chain(prefix: tuple[int, ...], cfg: SamplingConfig, generator: torch.Generator) -> DraftTree:
+    """A chain of 2 tokens, each sampled from the draft's q kept to its top 3 of 6 in float16 (q',
+    as the client sends it over the wire), verified with that sparse q'."""
+    r1 = truncate(draft_probs(prefix, cfg), 3)
+    t1 = sample_sparse(r1, generator)
+    r2 = truncate(draft_probs((*prefix, t1), cfg), 3)
+    t2 = sample_sparse(r2, generator)
+    return DraftTree.chain([t1, t2], None, SparseProposal.stack([r1, r2]))
+
+
 def top_k_tree(prefix: tuple[int, ...], cfg: SamplingConfig, generator: torch.Generator) -> DraftTree:
     """The draft's top-2 below the root and top-2 below each of those: deterministic, q = None."""
     return _top_k_tree(prefix, cfg)
@@ -236,6 +247,21 @@ def test_the_chi_square_check_catches_a_sampler_that_ignores_the_target() -> Non
 
 def test_a_chain_sampled_from_q_gives_tokens_distributed_as_the_target() -> None:
     assert_lossless(sampled_chain, PLAIN, seed=1)
+
+
+def test_a_chain_sampled_from_a_sparse_fp16_top_k_proposal_gives_tokens_distributed_as_the_target() -> None:
+    assert_lossless(sparse_chain, PLAIN, seed=6)
+
+
+def test_a_sparse_proposal_is_its_top_k_renormalised_and_zero_elsewhere() -> None:
+    q = draft_probs((), PLAIN)
+    proposal = truncate(q, 3)
+    dense = proposal.dense(V)[0]
+    kept = torch.topk(q, 3).indices
+
+    assert set(torch.nonzero(dense).flatten().tolist()) == set(kept.tolist())
+    assert torch.allclose(dense[kept], q[kept] / q[kept].sum(), atol=1e-3)  # float16 rounding, renormalised
+    assert float(dense.sum()) == pytest.approx(1.0, abs=1e-6)
 
 
 def test_a_deterministic_top_k_tree_gives_tokens_distributed_as_the_target() -> None:

@@ -68,6 +68,8 @@ def test_at_a_temperature_each_token_keeps_the_proposal_it_was_sampled_from() ->
     chain.restart(PROMPT[-1])
     tokens = chain.grow(5)
 
-    q = chain.proposal_q(5)
-    assert q is not None and q.shape == (5, RUNNER.config.vocab_size)
+    sparse = chain.proposal_q(5)
+    assert sparse is not None and sparse.indices.shape == (5, chain.q_top_k)
+    q = sparse.dense(RUNNER.config.vocab_size)  # (5, V) what the verifier reads
     assert torch.allclose(q.sum(-1), torch.ones(5)) and all(q[i, t] > 0 for i, t in enumerate(tokens))
+    assert all(int(torch.count_nonzero(row)) <= chain.q_top_k for row in q)
