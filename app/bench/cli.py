@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from app.bench.chats import load_chats
-from app.bench.remote import RemoteBenchConfig, run_remote_benchmark
+from app.bench.remote import RemoteBenchConfig, draft_kind, run_remote_benchmark
 from app.engine.client_draft import ClientDraft
 from drafts.bench.environment import run_environment
 from drafts.data.prompts import load_prompts
@@ -46,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--link", default="lan,wifi,4g,3g", help="comma-separated link presets (drafts.net)")
     p.add_argument(
-        "--method", default="moa,eagle,independent,api", help="comma-separated: moa, eagle, independent, api"
+        "--method",
+        default="moa,eagle,independent,api",
+        help="comma-separated: moa, eagle, independent, api; a draft kind + ':noq' sends no q at T>0",
     )
     p.add_argument("--dataset", default="humaneval", help="humaneval | sharegpt-heldout | FILE.jsonl")
     p.add_argument("--limit", type=int, default=5)
@@ -58,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0, help="seed of sampling at T>0")
+    p.add_argument("--q-top-k", type=int, default=32, help="at T>0: proposal entries sent per drafted token")
     p.add_argument("--cut-after", type=int, default=16, help="disconnection study: cut after this many tokens")
     p.add_argument("--cut-tokens", type=int, default=32, help="... for this many offline tokens (0: no study)")
     p.add_argument("--cut-ms", type=float, default=10_000.0, help="... or this long at the latest")
@@ -87,6 +90,7 @@ def parse_config(args: argparse.Namespace) -> RemoteBenchConfig:
         chain=args.chain,
         tree=DraftShape.parse_tree(args.tree) if args.tree else DraftShape(min_confidence=args.confidence),
         sampling=SamplingConfig(args.temperature, top_p=args.top_p, seed=args.seed),
+        q_top_k=args.q_top_k,
     )
 
 
@@ -98,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         config = parse_config(args)
         device = resolve_device(args.device)
         runner = TargetRunner(load_target(args.target, device, default_dtype(device)))
-        drafts = {m: _client_draft(runner, m) for m in config.draft_methods}
+        drafts = {m: _client_draft(runner, draft_kind(m)) for m in config.draft_methods}  # "moa:noq": its own copy
         chats = load_chats(args.dataset, args.limit, config.turns) if config.turns else None
         if chats is not None:
             prompts = [runner.format_chat([*([c.system] if c.system else []), c.users[0]]) for c in chats]
@@ -172,18 +176,22 @@ def _split(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(s.strip() for s in text.split(",") if s.strip()))
 
 
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def format_table(result: dict[str, Any]) -> str:
     """The links table, then the disconnection study."""
     head = f"{'link':<6} {'method':<12} {'tok/s':>7} {'ttft s':>7} {'fwd/100':>8} {'rt/100':>7} "
-    head += f"{'B up/tok':>9} {'B dn/tok':>9}  =ar"
+    head += f"{'B up/tok':>9} {'B dn/tok':>9} {'accept':>7} {'losses':>6}  =ar"
     lines = [head]
     for link, methods in result["links"].items():
         for m, r in methods.items():
             ttft = f"{r['ttft_s']:.3f}" if r["ttft_s"] is not None else "-"
             lines.append(
                 f"{link:<6} {m:<12} {r['tokens_per_s']:>7.1f} {ttft:>7} {r['target_forwards_per_100']:>8.1f} "
-                f"{r['round_trips_per_100']:>7.1f} {r['bytes_up_per_token']:>9.0f} {r['bytes_down_per_token']:>9.0f}  "
-                f"{r['identical_to_ar']}"
+                f"{r['round_trips_per_100']:>7.1f} {r['bytes_up_per_token']:>9.0f} {r['bytes_down_per_token']:>9.0f} "
+                f"{_rate(r.get('acceptance_rate')):>7} {r.get('link_losses', 0):>6}  {r['identical_to_ar']}"
             )
             for row in r.get("turns", []):
                 lines.append(

@@ -36,7 +36,7 @@ from app.bench.turns import References, TurnTotals, play_chat, turn_rows
 from app.engine.client_draft import ClientDraft
 from app.engine.config import EngineConfig, LinkConfig
 from app.engine.draftless import Draftless
-from app.engine.events import Finished, GenerationStats, TokenGenerated
+from app.engine.events import Finished, GenerationStats, LinkLost, TokenGenerated
 from app.engine.sync import EngineThread
 from drafts.decoding.autoregressive import generate_autoregressive
 from drafts.decoding.config import DecodeConfig
@@ -50,6 +50,12 @@ from drafts.target.runner import TargetRunner
 DRAFT_METHODS = ("moa", "eagle", "independent")
 API = "api"  # API streaming: the server decodes alone (no draft here)
 GGUF = "gguf"  # the disconnection study's extra row: the MoA engine continuing offline with a GGUF model
+NO_Q = ":noq"  # a draft method with this suffix sends no q at T > 0 (EngineConfig.q_top_k = 0)
+
+
+def draft_kind(method: str) -> str:
+    """The draft kind of a method name ("moa:noq" -> "moa")."""
+    return method.removesuffix(NO_Q)
 
 
 @dataclass(frozen=True)
@@ -66,13 +72,14 @@ class RemoteBenchConfig:
     chain: int | None = None  # a fixed chain length (None: the pacer's choice each round)
     tree: DraftShape | None = None  # EAGLE-2 dynamic trees instead of chains, or --confidence chains
     sampling: SamplingConfig = SamplingConfig()  # T = 0 (greedy) unless set
+    q_top_k: int = 32  # at T > 0: entries of each drafted token's proposal sent (EngineConfig.q_top_k)
 
     def __post_init__(self) -> None:
         for link in (*self.links, self.cut_link):
             preset(link)  # raises with the list of presets
         for m in self.methods:
-            if m not in (*DRAFT_METHODS, API):
-                known = ", ".join((*DRAFT_METHODS, API))
+            if draft_kind(m) not in DRAFT_METHODS and m != API:
+                known = ", ".join((*DRAFT_METHODS, API)) + f" (a draft kind may end in {NO_Q!r}: no q at T > 0)"
                 raise ConfigError(f"unknown remote method {m!r}; choose from {known}")
         if self.max_new_tokens < 1 or self.cut_after < 1 or self.cut_tokens < 0 or self.cut_ms <= 0:
             raise ConfigError("need max_new_tokens >= 1, cut_after >= 1, cut_tokens >= 0 and cut_ms > 0")
@@ -81,7 +88,7 @@ class RemoteBenchConfig:
 
     @property
     def draft_methods(self) -> tuple[str, ...]:
-        return tuple(m for m in self.methods if m in DRAFT_METHODS)
+        return tuple(m for m in self.methods if draft_kind(m) in DRAFT_METHODS)
 
     @property
     def decode(self) -> DecodeConfig:
@@ -103,10 +110,16 @@ class LinkTotals:
     wire_up: int = 0
     wire_down: int = 0
     identical: bool | None = True  # None: no reference (T > 0)
+    drafted: int = 0
+    accepted: int = 0
+    link_losses: int = 0  # LinkLost events
     turns: list[TurnTotals] = field(default_factory=list)  # chats only: per turn
 
-    def add(self, stats: GenerationStats, wire: tuple[int, int], identical: bool | None) -> None:
+    def add(self, stats: GenerationStats, wire: tuple[int, int], identical: bool | None, losses: int = 0) -> None:
         self.new_tokens += stats.new_tokens
+        self.drafted += round(stats.mean_gamma * stats.verify_rounds)
+        self.accepted += stats.accepted
+        self.link_losses += losses
         self.wall_s += stats.wall_s
         self.ttft_s = [*(self.ttft_s or []), *([stats.ttft_s] if stats.ttft_s is not None else [])]
         self.target_forwards += stats.verify_rounds + 1  # the prefill, then one forward per verified chain
@@ -129,6 +142,8 @@ class LinkTotals:
             "wire_bytes_up_per_token": self.wire_up / n,  # through the shaper: TCP payload, pings included
             "wire_bytes_down_per_token": self.wire_down / n,
             "identical_to_ar": self.identical,
+            "acceptance_rate": self.accepted / self.drafted if self.drafted else None,
+            "link_losses": self.link_losses,
             "new_tokens": self.new_tokens,
             **({"turns": turn_rows(self.turns)} if self.turns else {}),
         }
@@ -170,7 +185,10 @@ def _run_links(
     clients: dict[str, ClientDraft | Draftless] = {m: drafts[m] for m in config.draft_methods}
     if API in methods:
         clients[API] = Draftless.of(runner)
-    engines = {m: EngineThread(_engine_config(shaper.port, None, config.chain), clients[m]).start() for m in methods}
+    engines = {
+        m: EngineThread(_engine_config(shaper.port, None, config.chain, _q_top_k(m, config)), clients[m]).start()
+        for m in methods
+    }
     chat_references = References(runner, config.decode) if config.sampling.greedy else None
     try:
         for engine in engines.values():  # warm up: connect, first-call allocations
@@ -204,10 +222,13 @@ def _generate(
     """One prompt from a cold start (nothing kept from the last), into ``totals``."""
     engine.forget()
     before = shaper.stats()
-    finished = engine.generate(prompt, config.decode)
+    events = list(engine.stream(prompt, config.decode))
     after = shaper.stats()
+    finished = events[-1]
+    assert isinstance(finished, Finished)
     wire = (after.bytes_up - before.bytes_up, after.bytes_down - before.bytes_down)
-    totals.add(finished.stats, wire, list(finished.tokens) == reference if config.sampling.greedy else None)
+    identical = list(finished.tokens) == reference if config.sampling.greedy else None
+    totals.add(finished.stats, wire, identical, sum(isinstance(e, LinkLost) for e in events))
 
 
 def _play(
@@ -318,11 +339,17 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
-def _engine_config(port: int, offline_model: Path | None = None, chain: int | None = None) -> EngineConfig:
+def _engine_config(
+    port: int, offline_model: Path | None = None, chain: int | None = None, q_top_k: int = 32
+) -> EngineConfig:
     link = LinkConfig(f"ws://127.0.0.1:{port}")
     if chain is None:
-        return EngineConfig(link, offline_model=offline_model)
-    return EngineConfig(link, gamma_min=chain, gamma_max=chain, offline_model=offline_model)
+        return EngineConfig(link, offline_model=offline_model, q_top_k=q_top_k)
+    return EngineConfig(link, gamma_min=chain, gamma_max=chain, offline_model=offline_model, q_top_k=q_top_k)
+
+
+def _q_top_k(method: str, config: RemoteBenchConfig) -> int:
+    return 0 if method.endswith(NO_Q) else config.q_top_k
 
 
 def _rotated(methods: list[str], i: int) -> list[str]:

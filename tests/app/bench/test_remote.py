@@ -5,6 +5,7 @@ from __future__ import annotations
 from app.bench.chats import BenchChat
 from app.bench.remote import RemoteBenchConfig, run_remote_benchmark
 from drafts.data.conversations import Turn
+from drafts.sampling import SamplingConfig
 from drafts.target.chat import format_chat
 from tests.app.engine.chat_scenario import CLIENT, SERVER, TOKENIZER, chat_draft
 from tests.app.engine.scenario import CLIENT_RUNNER, PROMPT, SERVER_RUNNER, client_draft, moa_compressor
@@ -56,3 +57,21 @@ def test_chats_played_turn_by_turn_send_only_each_turns_new_tokens() -> None:
         # "[u]hello|[a]" but its last token; then the last answer's last token + "|[u]...|[a]"
         assert sent == [len(users[0]) + 6, len(users[1]) + 8, len(users[2]) + 8]
         assert all(t["bytes_down_before_first_token"] > 0 and t["ttft_s"] > 0 for t in row["turns"])
+
+
+def test_at_a_temperature_it_reports_acceptance_and_link_losses_with_and_without_q() -> None:
+    config = RemoteBenchConfig(
+        links=("lan",),
+        methods=("moa", "moa:noq"),
+        max_new_tokens=16,
+        cut_tokens=0,
+        sampling=SamplingConfig(temperature=1.0, seed=0),
+    )
+    drafts = {"moa": client_draft("moa"), "moa:noq": client_draft("moa")}
+    with ServerThread(SERVER_RUNNER, moa_compressor()) as server:
+        result = run_remote_benchmark(server.port, drafts, CLIENT_RUNNER, [PROMPT], config)
+
+    for method in ("moa", "moa:noq"):
+        row = result["links"]["lan"][method]
+        assert row["identical_to_ar"] is None and row["new_tokens"] == 16 and row["link_losses"] == 0
+        assert 0.0 <= row["acceptance_rate"] <= 1.0
