@@ -3,9 +3,10 @@
 Run pinned to one core with one thread, e.g.
     OMP_NUM_THREADS=1 taskset -c 0 python3 drafts/bench/results/2026-12-01-s5/verify_cost/profile_verify.py
 Cases are interleaved and repeated; medians are reported, wall and CPU (time.process_time).
-``legacy`` is a frozen copy of the runner's extend/commit before the verify-cost changes, so one
-run compares the old and the new paths alternately, on the same cache states and the same inputs,
-and checks that both return identical logits and leave identical caches.
+``legacy`` (on transformers' concatenating ``DynamicCache``) is a frozen copy of the runner's
+extend/commit before the verify-cost changes, so one run compares the old and the new paths
+alternately, on the same cache states and the same inputs, and checks that both return identical
+logits and leave identical caches.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from transformers import DynamicCache
 
 from drafts.acceptance import accept_tree
 from drafts.sampling import SamplingConfig
@@ -167,7 +169,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     runner = TargetRunner(load_target(None, torch.device("cpu"), torch.float32))
-    sessions = {"old": runner.new_session(), "new": runner.new_session()}
+    sessions = {"old": TargetSession(cache=DynamicCache()), "new": runner.new_session()}  # old: concatenating cache
     prompt = [(17 * i) % 40000 + 100 for i in range(args.context)]
     for s in sessions.values():
         runner.extend(s, prompt, NOTHING, last_only=True)
