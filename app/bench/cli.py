@@ -30,12 +30,13 @@ from drafts.data.prompts import load_prompts
 from drafts.drafters.base import DraftShape
 from drafts.errors import ConfigError, MoaError
 from drafts.locations import shipped_checkpoint, smollm2_gguf
+from drafts.neural.checkpoint import draft_id, load_draft
 from drafts.neural.drafter import NeuralDrafter
+from drafts.neural.kinds import compressed_kinds
 from drafts.sampling import SamplingConfig
 from drafts.target.device import DEVICE_CHOICES, default_dtype, resolve_device
 from drafts.target.loading import load_target
 from drafts.target.runner import TargetRunner
-from drafts.training.checkpoint import draft_id, load_draft
 
 SERVER_START_S = 300.0  # loading the target in the server's process
 
@@ -132,7 +133,7 @@ class _server:
     """``python -m server_stub`` on 127.0.0.1:``port`` with the shipped MoA compressor, until exit."""
 
     def __init__(self, args: argparse.Namespace, runner: TargetRunner, port: int) -> None:
-        moa = shipped_checkpoint(runner.fingerprint.name, "moa")
+        moa = shipped_checkpoint(runner.fingerprint.name, compressed_kinds()[0])  # the kind with a server part
         self.port = port
         self.command = [sys.executable, "-m", "server_stub", "--port", str(port), "--device", args.device]
         self.command += ["--draft-checkpoint", str(moa), "--log-level", "warning"]

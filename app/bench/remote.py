@@ -44,10 +44,11 @@ from drafts.decoding.events import TokenSource
 from drafts.drafters.base import DraftShape
 from drafts.errors import ConfigError
 from drafts.net import ShaperThread, preset
+from drafts.neural.kinds import KIND_NAMES
 from drafts.sampling import SamplingConfig
 from drafts.target.runner import TargetRunner
 
-DRAFT_METHODS = ("moa", "eagle", "independent")
+DRAFT_METHODS = KIND_NAMES  # every declared kind (drafts.neural.kinds)
 API = "api"  # API streaming: the server decodes alone (no draft here)
 GGUF = "gguf"  # the disconnection study's extra row: the MoA engine continuing offline with a GGUF model
 NO_Q = ":noq"  # a draft method with this suffix sends no q at T > 0 (EngineConfig.q_top_k = 0)

@@ -14,13 +14,13 @@ from typing import Any
 
 import torch
 
+from drafts.neural.checkpoint import draft_id, load_draft
 from drafts.neural.drafter import NeuralDrafter
 from drafts.protocol import Needs
 from drafts.protocol.vectors import MEMORY
 from drafts.target.device import default_dtype, resolve_device
 from drafts.target.loading import TargetFingerprint, load_target
 from drafts.target.runner import TargetRunner
-from drafts.training.checkpoint import draft_id, load_draft
 
 
 @dataclass(frozen=True)
@@ -59,10 +59,6 @@ class ClientDraft:
 
     @property
     def wants_memory(self) -> bool:
-        """A MoA draft reads the all-layer KV, which the verifier can compress to one vector per token.
-
-        Not with Target Layer Inference (N > 0): its reused target layers attend to the target's own
-        keys/values of those layers, so such a draft asks for the raw all-layer KV.
-        """
-        model = self.drafter.model
-        return model.kind == "moa" and getattr(getattr(model, "cfg", None), "tli_layers", 0) == 0
+        """Whether the verifier can compress what the draft reads to one vector per token (MoA's memory;
+        the kind declares it, and the model may opt out: MoA with Target Layer Inference reads raw KV)."""
+        return self.drafter.model.memory_compressible()

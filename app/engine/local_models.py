@@ -50,8 +50,8 @@ def load_drafter(config: LocalConfig, runner: TargetRunner) -> Drafter | None:
     if config.draft is None:
         return None
     if config.checkpoint is not None:
+        from drafts.neural.checkpoint import load_draft
         from drafts.neural.drafter import NeuralDrafter
-        from drafts.training.checkpoint import load_draft
 
         return NeuralDrafter(load_draft(config.checkpoint, runner), config.draft)
     from drafts.drafters.registry import drafter_spec

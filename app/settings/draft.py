@@ -13,8 +13,9 @@ from typing import Any
 
 from drafts.errors import ConfigError
 from drafts.locations import shipped_checkpoint
+from drafts.neural.kinds import KIND_NAMES, draft_kind
 
-SHIPPED_KINDS = ("moa", "eagle", "independent")
+SHIPPED_KINDS = KIND_NAMES  # the declared kinds (drafts.neural.kinds); each ships a checkpoint for SmolLM2
 TARGET_NAMES = {"smollm2": "SmolLM2-135M-Instruct", "gemma3-270m": "gemma-3-270m"}  # aliases -> trained-for names
 
 
@@ -24,13 +25,13 @@ class DraftError(ConfigError):
 
 @dataclass(frozen=True)
 class DraftChoice:
-    kind: str | None  # "moa", "eagle", "independent", or None for no draft
+    kind: str | None  # a kind of drafts.neural.kinds (moa, eagle, independent), or None for no draft
     checkpoint: Path | None  # its directory (None without a draft)
 
     @property
     def server_half(self) -> Path | None:
         """The checkpoint whose part the verifier runs (MoA's memory), if any."""
-        return self.checkpoint if self.kind == "moa" else None
+        return self.checkpoint if self.kind is not None and draft_kind(self.kind).server_compresses else None
 
 
 def resolve_draft(spec: str, target: str) -> DraftChoice:

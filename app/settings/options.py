@@ -14,13 +14,14 @@ from typing import Any
 
 from drafts.errors import ConfigError
 from drafts.net.link import PRESETS
+from drafts.neural.kinds import KIND_NAMES
 
 # As drafts.target.device.DEVICE_CHOICES (a test checks): not imported from there, because that
 # imports torch, and moa-chat starts the demo's verifier before it imports torch (saves seconds).
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
 
 MODES = ("demo", "remote", "local", "api")
-DRAFT_KINDS = ("moa", "eagle", "independent", "none")
+DRAFT_KINDS = (*KIND_NAMES, "none")
 
 
 @dataclass(frozen=True)

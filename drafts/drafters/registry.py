@@ -2,7 +2,8 @@
 
 A factory takes the target runner and the per-prompt reference (the target's greedy output,
 used only by the oracle) and returns a fresh :class:`~drafts.drafters.base.Drafter`.
-Trained drafts (moa, eagle, independent) register here when their package is importable.
+Trained drafts register one method per kind of :mod:`drafts.neural.kinds` (their models are
+imported only when one is built).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from drafts.drafters.base import Drafter
 from drafts.drafters.lookup import PromptLookupDrafter
 from drafts.drafters.oracle import OracleDrafter
 from drafts.errors import ConfigError
+from drafts.neural.kinds import DRAFT_KINDS
 from drafts.target.runner import TargetRunner
 
 
@@ -86,8 +88,8 @@ def checkpoint_for(kind: str, runner: TargetRunner) -> Path:
 
 def _build_neural(name: str) -> Callable[[TargetRunner, list[int]], Drafter]:
     def build(runner: TargetRunner, reference: list[int]) -> Drafter:
+        from drafts.neural.checkpoint import load_draft
         from drafts.neural.drafter import NeuralDrafter
-        from drafts.training.checkpoint import load_draft
 
         path = checkpoint_for(name, runner)
         key = (id(runner), str(path))
@@ -98,9 +100,5 @@ def _build_neural(name: str) -> Callable[[TargetRunner, list[int]], Drafter]:
     return build
 
 
-for _kind, _text in (
-    ("moa", "Mixture of Attentions draft (trained)"),
-    ("eagle", "EAGLE-style feature draft (trained baseline)"),
-    ("independent", "independent small LM draft (trained baseline)"),
-):
-    register(DrafterSpec(_kind, _build_neural(_kind), description=_text, trained=True))
+for _kind in DRAFT_KINDS:
+    register(DrafterSpec(_kind.name, _build_neural(_kind.name), description=_kind.description, trained=_kind.trained))

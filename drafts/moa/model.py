@@ -72,6 +72,11 @@ class MoADraft(NeuralDraft):
     def _rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return rope_tables(positions, self.cfg.hidden // self.cfg.heads, DRAFT_ROPE_THETA)
 
+    def memory_compressible(self) -> bool:
+        """Not with Target Layer Inference (N > 0): its reused target layers attend to the target's
+        own keys/values of those layers, so such a draft asks for the raw all-layer KV."""
+        return super().memory_compressible() and self.cfg.tli_layers == 0
+
     def compress(self, kv: torch.Tensor) -> torch.Tensor:
         """Layer Self-Attention + mean + Ekv2E: (B, T, L, W) target keys/values -> (B, T, H)."""
         B, T, L, W = kv.shape

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from drafts.neural.kinds import compressed_kinds
 from drafts.neural.target_parts import TargetParts
 from drafts.target.activations import ActivationRequest, Activations
 
@@ -61,6 +62,13 @@ class NeuralDraft(nn.Module):
         return self.predict(batch, progress, generator), None
 
     # -- inference -----------------------------------------------------------------------
+    def memory_compressible(self) -> bool:
+        """Whether the verifier may send this draft its kind's compressed memory (one vector per
+        committed token) instead of the raw activations in ``needs``: the kind declares it
+        (:mod:`drafts.neural.kinds`; an undeclared one, a test double say, never is), and a model
+        whose config reads more may opt out."""
+        return self.kind in compressed_kinds()
+
     def reset(self) -> None:
         raise NotImplementedError
 

@@ -21,12 +21,14 @@ client whose draft the server does not hold can still ask for the raw ``"kv"``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import torch
 
 from drafts.moa.model import MoADraft
+from drafts.neural.checkpoint import draft_id, load_draft
+from drafts.neural.kinds import compressed_kinds, draft_kind
 from drafts.target.runner import TargetRunner
-from drafts.training.checkpoint import draft_id, load_draft
 from server_stub.errors import DraftUnsupportedError
 
 CHUNK_TOKENS = 256  # tokens compressed per call: bounds the LSA's working memory on long prefills
@@ -43,12 +45,12 @@ class MemoryCompressor:
     def load(cls, path: Path, runner: TargetRunner) -> MemoryCompressor:
         """The MoA checkpoint at ``path``, for ``runner``'s target (refused for any other)."""
         draft = load_draft(path, runner)
-        if not isinstance(draft, MoADraft):
+        if not draft_kind(draft.kind).server_compresses:
             raise DraftUnsupportedError(
-                f"{path} is a {draft.kind} draft; --draft-checkpoint takes a MoA checkpoint (the only draft "
-                "with a server-side part). EAGLE and independent drafts need no --draft-checkpoint"
+                f"{path} is a {draft.kind} draft; --draft-checkpoint takes a MoA checkpoint (a draft with a "
+                f"server-side part: {', '.join(compressed_kinds())}); other drafts need no --draft-checkpoint"
             )
-        return cls(draft, draft_id(path))
+        return cls(cast(MoADraft, draft), draft_id(path))
 
     @torch.inference_mode()
     def __call__(self, kv: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,99 @@
+"""Reading draft checkpoints for inference: ``config.json`` (kind, sizes, the target's
+fingerprint, how it was trained) and ``draft.safetensors`` (trainable weights + vocabulary map).
+
+A checkpoint loads only against the target it was trained for; anything else is refused with a
+message naming both targets. Writing one is the trainer's (:mod:`drafts.training.checkpoint`,
+which imports this module; loading a draft never imports the training package).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+
+from drafts.errors import CheckpointError
+from drafts.neural.base import NeuralDraft
+from drafts.neural.kinds import KIND_NAMES, draft_kind
+from drafts.neural.target_parts import TargetParts
+from drafts.target.loading import TargetFingerprint
+from drafts.target.runner import TargetRunner
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "draft.safetensors"
+FORMAT = 1
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    config = path / CONFIG_FILE
+    if not config.is_file():
+        raise CheckpointError(
+            f"no draft checkpoint at {path} (missing {CONFIG_FILE}); train one with "
+            "`moa-train --draft moa --out DIR` or pass the directory of an existing one"
+        )
+    try:
+        meta: dict[str, Any] = json.loads(config.read_text())
+    except json.JSONDecodeError as exc:
+        raise CheckpointError(
+            f"{config} is not valid JSON ({exc}); the checkpoint is corrupt, retrain or restore it"
+        ) from exc
+    if meta.get("format") != FORMAT:
+        raise CheckpointError(f"{config} has format {meta.get('format')!r}, this version reads {FORMAT}")
+    if meta.get("kind") not in KIND_NAMES:
+        raise CheckpointError(
+            f"{config} declares draft kind {meta.get('kind')!r}; this version loads {', '.join(KIND_NAMES)}"
+        )
+    return meta
+
+
+def load_draft(path: Path, runner: TargetRunner) -> NeuralDraft:
+    """Load a checkpoint for ``runner``'s target (refusing one trained for another)."""
+    meta = read_meta(path)
+    check_fingerprint(path, TargetFingerprint.from_dict(meta["target"]), runner.fingerprint)
+    try:
+        tensors = load_file(str(path / WEIGHTS_FILE))
+    except (FileNotFoundError, SafetensorError, OSError) as exc:
+        raise CheckpointError(
+            f"cannot read {path / WEIGHTS_FILE}: {exc}; the checkpoint is incomplete or corrupt"
+        ) from exc
+    parts = TargetParts.from_model(runner.model, tensors.pop("d2t"))
+    model = draft_kind(meta["kind"]).build(meta["config"], parts)
+    try:  # strict=False: missing/unexpected names become the CheckpointError below, not a RuntimeError
+        missing, unexpected = model.load_state_dict(tensors, strict=False)
+    except RuntimeError as exc:  # same names, other shapes: the config.json does not match the weights
+        raise CheckpointError(f"{path}: weights do not match its {CONFIG_FILE} ({exc}); retrain or restore it") from exc
+    if missing or unexpected:
+        raise CheckpointError(
+            f"{path}: weights do not match a {meta['kind']} draft (missing {missing}, unexpected {unexpected})"
+        )
+    return model.to(device=runner.device, dtype=runner.dtype).eval()
+
+
+def draft_id(path: Path) -> str:
+    """The draft's identity on the wire (``Hello.draft_id``): its kind and a hash of its weights file.
+
+    The client and the verifier compare it when the server runs part of the draft (MoA's memory).
+    """
+    meta = read_meta(path)
+    digest = hashlib.sha256()
+    try:
+        with open(path / WEIGHTS_FILE, "rb") as weights:
+            for chunk in iter(lambda: weights.read(2**20), b""):
+                digest.update(chunk)
+    except OSError as exc:
+        raise CheckpointError(f"cannot read {path / WEIGHTS_FILE}: {exc}; the checkpoint is incomplete") from exc
+    return f"{meta['kind']}-{digest.hexdigest()[:16]}"
+
+
+def check_fingerprint(path: Path, trained: TargetFingerprint, loaded: TargetFingerprint) -> None:
+    if trained != loaded:
+        raise CheckpointError(
+            f"draft {path} was trained for target {trained.name} ({trained.num_layers} layers, hidden "
+            f"{trained.hidden_size}, tokenizer {trained.tokenizer_hash}) but the loaded target is {loaded.name} "
+            f"({loaded.num_layers} layers, hidden {loaded.hidden_size}, tokenizer {loaded.tokenizer_hash}); "
+            f"load the matching target or train a draft for this one with `moa-train --target ...`"
+        )
