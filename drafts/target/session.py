@@ -8,6 +8,8 @@ from typing import Any
 import torch
 from transformers import DynamicCache
 
+from drafts.target.growing_cache import GrowingCache
+
 
 @dataclass
 class TargetSession:
@@ -18,7 +20,7 @@ class TargetSession:
     keeps the accepted ones and drops the rest.
     """
 
-    cache: DynamicCache = field(default_factory=DynamicCache)  # full-length layers, no trimming
+    cache: DynamicCache = field(default_factory=GrowingCache)  # full-length layers, no trimming; appends in place
     length: int = 0
     pending: int = 0
     pending_hidden: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> (pending, H)
