@@ -46,6 +46,7 @@ from drafts.errors import ConfigError
 from drafts.net import ShaperThread, preset
 from drafts.neural.kinds import KIND_NAMES
 from drafts.sampling import SamplingConfig
+from drafts.target.chat import common_prefix
 from drafts.target.runner import TargetRunner
 
 DRAFT_METHODS = KIND_NAMES  # every declared kind (drafts.neural.kinds)
@@ -275,7 +276,7 @@ def _run_disconnect(
                 finished, offline = _generate_with_cut(engine, shaper, prompt, config)
                 totals["offline_tokens"] += finished.stats.offline_tokens
                 totals["kept_after_repair"] += finished.stats.kept_after_repair
-                totals["match_prefix_len"] += sum(_common_prefix(span, reference[start:]) for start, span in offline)
+                totals["match_prefix_len"] += sum(common_prefix(span, reference[start:]) for start, span in offline)
                 same = list(finished.tokens) == reference if config.sampling.greedy else None
                 totals["identical_to_ar"] = None if same is None else bool(totals["identical_to_ar"]) and same
                 tick(f"cut/{name}")
@@ -334,10 +335,6 @@ class _Cut:
             self.timer.cancel()
             self.shaper.set_profile(preset(self.config.cut_link))
         time.sleep(0.05)  # the next generation starts on a live link
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 def _engine_config(

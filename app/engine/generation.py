@@ -49,7 +49,7 @@ from app.engine.link import Reply, Request
 from app.engine.offline import OfflineContinuation, Work
 from app.engine.pacing import Pacer
 from app.engine.progress import Progress
-from app.engine.session import VerifierSession, common_prefix
+from app.engine.session import VerifierSession
 from app.engine.transcript import Transcript
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.events import TokenSource
@@ -60,6 +60,7 @@ from drafts.protocol.vectors import from_wire
 from drafts.sampling import SamplingConfig
 from drafts.sparse_proposal import SparseProposal
 from drafts.target.activations import Activations
+from drafts.target.chat import common_prefix
 from drafts.tree import DraftTree
 
 

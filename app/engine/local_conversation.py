@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from drafts.drafters.base import Drafter, Rewindable
+from drafts.target.chat import common_prefix
 from drafts.target.runner import TargetRunner
 from drafts.target.session import TargetSession
 
@@ -64,9 +65,3 @@ def rewind(drafter: Drafter, keep: int, prompt: Sequence[int]) -> None:
         except NotImplementedError:  # a trained draft whose model does not implement truncate
             pass
     drafter.begin(list(prompt))
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many leading tokens ``a`` and ``b`` share."""
-    n = min(len(a), len(b))
-    return next((i for i in range(n) if a[i] != b[i]), n)

@@ -48,6 +48,7 @@ from drafts.protocol import (
     Verified,
     Verify,
 )
+from drafts.target.chat import common_prefix
 
 PREFILL_FRAME_BYTES = 48_000  # the largest Prefilled reply asked for: ~0.4 s at 1 Mbit/s (3g)
 FIRST_PREFILL_CHUNK = 16  # tokens in the first chunk, before the reply's bytes per token are known
@@ -264,13 +265,3 @@ class VerifierSession:
             link, self.link = self.link, None
             await link.close()
         self.session_id = None
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many leading tokens ``a`` and ``b`` share."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n

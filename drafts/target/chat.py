@@ -62,6 +62,12 @@ def format_chat_after(tokenizer: Any, turns: Sequence[Any], said: Said | None) -
     return Said(text, (*said.tokens, *rest))
 
 
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share: what a cache holding ``a`` keeps for ``b``."""
+    n = min(len(a), len(b))
+    return next((i for i in range(n) if a[i] != b[i]), n)
+
+
 def chat_text(tokenizer: Any, turns: Sequence[Any]) -> tuple[str, bool]:
     """The rendered text of ``turns`` + the assistant's start, and whether encoding adds BOS."""
     messages = [as_message(t) for t in turns]
