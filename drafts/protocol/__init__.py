@@ -2,6 +2,9 @@
 
     messages.py  the messages, as domain values (MessageType, ErrorCode, Hello ... Cancel, Bye);
                  its docstring is the protocol's reference (Cancel's semantics included)
+      client_messages.py  Needs, Hello, Prefill, Verify, Rewind, Generate, Cancel, Bye
+      server_messages.py  Capabilities, Timings, Welcome, Prefilled, Verified, Rewound, Generated, Error
+      message_type.py     PROTOCOL_VERSION and MessageType, the frame header's type tag
     tensors.py   tensor payloads: explicit dtype and shape, raw bytes; int8 quantisation
     codec.py     one binary frame per message: encode / decode
     readers.py   typed messages from a parsed frame header (each field read once, checked)
