@@ -1,7 +1,7 @@
 """One client connection: the thin websockets shell around a sans-I/O :class:`ServerProtocol`.
 
     handshake  Hello -> target, draft and needs checked, session opened or resumed -> Welcome,
-               or a fatal Error that says what to change, then close
+               or a fatal Error that says what to change, then close (:mod:`server_stub.handshake`)
     serve      the reader turns frames into protocol events on a queue; the processor answers
                them in order, one at a time, through the inference worker (never on this loop);
                a Cancel is acted on by the reader at once (the request's CancelToken), ahead of
@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection
@@ -28,57 +27,29 @@ from websockets.exceptions import ConnectionClosed
 
 from drafts.errors import ErrorCode
 from drafts.protocol import (
-    PROTOCOL_VERSION,
     Bye,
     Cancel,
-    Capabilities,
     Error,
     FrameRejected,
     Generate,
     Generated,
-    Hello,
-    Limits,
     Prefill,
     Rewind,
     ServerProtocol,
     SessionState,
     Verify,
-    Welcome,
 )
-from server_stub.admission import ConnectionSlots, QueuedBytes
 from server_stub.answers import Reply, Request, reply_to
-from server_stub.backend.base import MEMORY, BackendCapabilities, TargetBackend
 from server_stub.cancels import CancelToken
-from server_stub.config import ServerConfig
-from server_stub.errors import (
-    DraftUnsupportedError,
-    ServerError,
-    SessionUnknownError,
-    TargetMismatchError,
-    error_code,
-)
-from server_stub.logs import Throttle, log_event
-from server_stub.sessions import SessionRecord, SessionRegistry
-from server_stub.worker import InferenceWorker
+from server_stub.errors import error_code
+from server_stub.handshake import Handshake
+from server_stub.logs import log_event
+from server_stub.services import Services
+from server_stub.sessions import SessionRecord
 
 log = logging.getLogger(__name__)
 MAX_PIPELINED = 32  # requests queued per connection before the reader stops reading (backpressure)
 _STOP = object()  # the processor's end-of-queue marker
-
-
-@dataclass(frozen=True)
-class Services:
-    """What every connection of a server shares."""
-
-    config: ServerConfig
-    worker: InferenceWorker
-    registry: SessionRegistry
-    backend_caps: BackendCapabilities  # what the backend offers
-    limits: Limits
-    capabilities: Capabilities  # what Welcome announces
-    slots: ConnectionSlots  # connections per client and in all
-    queued: QueuedBytes  # request bytes waiting, per connection and in all
-    rejections: Throttle  # the log lines of refused frames and handshakes
 
 
 class Connection:
@@ -105,12 +76,16 @@ class Connection:
         if refusal is not None:
             await self._refuse_connection(refusal)
             return
+        handshake = Handshake(self.ws, self.protocol, self.services, self, self.client)
         try:
-            if await self._handshake():
+            welcomed = await handshake.run()
+            self.record = handshake.record
+            if welcomed:
                 await self._serve()
         except ConnectionClosed:
             pass  # a dropped client: its session waits for a resume
         finally:
+            self.record = handshake.record  # attached even if the Welcome could not be sent: detach it below
             self.services.slots.leave(self.client)
             self.services.queued.give(sum(self._queued.values()))
             self._queued.clear()
@@ -126,122 +101,6 @@ class Connection:
         self._superseded = True
         reason = "session resumed on another connection"
         self._closing = asyncio.get_running_loop().create_task(self.ws.close(1000, reason))
-
-    # -- handshake -------------------------------------------------------------------------------
-    async def _handshake(self) -> bool:
-        try:
-            frame = await asyncio.wait_for(self.ws.recv(), self.services.config.hello_timeout)
-        except TimeoutError:
-            self.services.rejections.log(log, "handshake.timeout", peer=self.peer)
-            message = f"no Hello within {self.services.config.hello_timeout:g} s (the server's --hello-timeout)"
-            await self.ws.send(self.protocol.send(Error(None, ErrorCode.UNEXPECTED_MESSAGE, message, fatal=True)))
-            return False
-        for event in self.protocol.receive(frame):
-            if isinstance(event, FrameRejected):
-                code = event.error.code.value
-                self.services.rejections.log(log, "handshake.rejected", peer=self.peer, code=code)
-                await self.ws.send(event.reply)
-            elif isinstance(event, Hello):
-                return await self._welcome(event)
-        return False
-
-    async def _welcome(self, hello: Hello) -> bool:
-        try:
-            self._check_target(hello)
-            self._check_draft(hello)
-            resumed, committed = await self._attach(hello)
-        except ServerError as exc:
-            self.services.rejections.log(log, "session.refused", peer=self.peer, code=exc.code.value, reason=str(exc))
-            await self.ws.send(self.protocol.send(Error(None, exc.code, str(exc), fatal=True)))
-            return False
-        assert self.record is not None
-        target, capabilities = self.services.backend_caps.target.to_dict(), self.services.capabilities
-        welcome = Welcome(PROTOCOL_VERSION, self.record.session_id, target, capabilities, resumed, committed)
-        await self.ws.send(self.protocol.send(welcome))
-        log_event(
-            log,
-            "session.open",
-            session=self.record.session_id,
-            peer=self.peer,
-            resumed=resumed,
-            committed=committed,
-            client=hello.client,
-            draft=hello.draft_id,
-            sessions=len(self.services.registry),
-        )
-        return True
-
-    def _check_target(self, hello: Hello) -> None:
-        ours = self.services.backend_caps.target
-        theirs = dict(hello.target)
-        if theirs != ours.to_dict():
-            raise TargetMismatchError(
-                f"this server runs {_describe(ours.to_dict())}, but the client's draft was trained for "
-                f"{_describe(theirs)}; connect to a server started with that target (moa-server --target ...), "
-                f"or use a draft trained for {ours.name}"
-            )
-
-    def _check_draft(self, hello: Hello) -> None:
-        if hello.needs.compressed != MEMORY:
-            return  # raw activations: any draft of this target can read them
-        served = self.services.backend_caps.memory_draft_id
-        if served is None:
-            raise DraftUnsupportedError(
-                f"the client's draft {hello.draft_id} asks for MoA memory vectors, but this server loaded no MoA "
-                "checkpoint; start moa-server with --draft-checkpoint DIR (the client's checkpoint), or have the "
-                "client ask for the raw all-layer kv"
-            )
-        if served != hello.draft_id:
-            raise DraftUnsupportedError(
-                f"this server computes MoA memory for draft {served}, but the client runs {hello.draft_id}; use "
-                f"checkpoint {served} on the client, or restart moa-server with --draft-checkpoint set to the client's"
-            )
-
-    async def _attach(self, hello: Hello) -> tuple[bool, int]:
-        """(resumed, committed) for the session this connection now owns."""
-        registry = self.services.registry
-        if hello.resume_session is not None:
-            record = registry.resume(hello.resume_session, hello.needs, self)
-            if record is not None:
-                record.client = self.client
-                self.record = record
-                committed = await self._resume_length(record.session_id, hello.resume_length)
-                if committed is not None:
-                    return True, committed
-                registry.expire(record.session_id)
-                self.record = None
-            notice = (
-                f"session {hello.resume_session} cannot be resumed (it expired after {registry.grace:g} s, its state "
-                "was evicted, or it was opened for another draft); a new session follows: replay the conversation"
-            )
-            await self.ws.send(self.protocol.send(Error(None, ErrorCode.SESSION_UNKNOWN, notice, fatal=False)))
-        record = registry.new(hello.needs, self, self.client)
-        try:
-            await self.services.worker.call(
-                lambda backend: backend.open(record.session_id, hello.needs), record.session_id
-            )
-        except ServerError:
-            registry.remove(record.session_id)
-            raise
-        self.record = record
-        return False, 0
-
-    async def _resume_length(self, session_id: str, client_length: int | None) -> int | None:
-        """The resumed session's committed length, cut back to what the client holds; None if unusable."""
-
-        def settle(backend: TargetBackend) -> int | None:
-            committed = backend.committed(session_id)
-            if client_length is None or client_length == committed:
-                return committed
-            if client_length < committed:  # replies lost with the connection: the client never saw those
-                return backend.rewind(session_id, client_length)
-            return None  # the client holds more than the server ever committed: start over
-
-        try:
-            committed, _ = await self.services.worker.call(settle, session_id)
-        except SessionUnknownError:
-            return None
-        return committed
 
     # -- serving ---------------------------------------------------------------------------------
     async def _serve(self) -> None:
@@ -405,10 +264,3 @@ class Connection:
 
     def _session_id(self) -> str | None:
         return None if self.record is None else self.record.session_id
-
-
-def _describe(target: dict[str, Any]) -> str:
-    return (
-        f"{target.get('name')} ({target.get('num_layers')} layers, hidden {target.get('hidden_size')}, "
-        f"vocab {target.get('vocab_size')}, tokenizer {target.get('tokenizer_hash')})"
-    )

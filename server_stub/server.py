@@ -26,9 +26,10 @@ from server_stub.admission import ConnectionSlots, QueuedBytes
 from server_stub.auth import authorized, read_token
 from server_stub.backend.base import TargetBackend
 from server_stub.config import ServerConfig
-from server_stub.connection import Connection, Services
+from server_stub.connection import Connection
 from server_stub.logs import Throttle, log_event
 from server_stub.payloads import PAYLOAD
+from server_stub.services import Services
 from server_stub.sessions import SessionRegistry
 from server_stub.worker import InferenceWorker
 
