@@ -28,7 +28,7 @@ from app.demo.verifier import Progress, VerifierProcess, VerifierState, Verifier
 from drafts.errors import ConfigError
 from drafts.locations import REPO_ROOT
 from drafts.net.link import preset
-from drafts.net.shaper import ShaperThread
+from drafts.net.shaper_thread import ShaperThread
 
 HOST = "127.0.0.1"
 QUIT_GRACE_S = 1.0  # on quit the demo's own verifier has nothing to save: SIGKILL it after this long

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from drafts.errors import ConfigError
 from drafts.net.link import PRESETS, LinkProfile, preset
-from drafts.net.shaper import ShaperThread
+from drafts.net.shaper_thread import ShaperThread
 
 
 class LinkControl:

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 
 from drafts.errors import ConfigError, MoaError
 from drafts.net.link import PRESETS, preset
-from drafts.net.shaper import LinkStats, ShaperThread
+from drafts.net.shaper import LinkStats
+from drafts.net.shaper_thread import ShaperThread
 
 
 def build_parser() -> argparse.ArgumentParser:
