@@ -4,7 +4,9 @@ The input at position i fuses the token embedding with the target feature of pos
 (``fc``: 2H -> H), one decoder layer predicts the feature of position i, and the frozen LM
 head turns it into the next token. Drafting is autoregressive in feature space: beyond the
 last verified token the draft feeds its own predicted features back in. Training uses the
-target's true features with uniform noise, as EAGLE does (teacher forcing).
+target's true features with uniform noise, as EAGLE does (teacher forcing), or, with HASS
+context alignment (``moa-train --align-steps N``, :mod:`drafts.eagle.alignment`), also on its own
+earlier predictions, as at inference.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from drafts.eagle.alignment import aligned_predictions
 from drafts.neural.base import DRAFT_ROPE_THETA, NeuralDraft, TrainBatch
 from drafts.neural.target_parts import TargetParts
 from drafts.nn.blocks import BlockConfig, DecoderBlock
@@ -39,6 +42,7 @@ class EagleConfig:
 
 class EagleDraft(NeuralDraft):
     kind = "eagle"
+    aligns_context = True
 
     def __init__(self, cfg: EagleConfig, parts: TargetParts) -> None:
         super().__init__(parts)
@@ -58,14 +62,24 @@ class EagleDraft(NeuralDraft):
         """[embedding of x_i ; feature of i-1] -> (..., H)."""
         return self.fc(torch.cat([self.parts.embed_tokens(ids), prev_features], dim=-1))
 
-    def predict(self, batch: TrainBatch, progress: float, generator: torch.Generator | None) -> torch.Tensor:
-        B, T = batch.ids.shape
+    def _noised_parents(self, batch: TrainBatch, generator: torch.Generator | None) -> torch.Tensor:
+        """(B, T, H) parent feature of every position: the target's at i-1, noised (0 at i=0)."""
         f = batch.target_hidden  # (B, T, H)
         noise = (torch.rand(f.shape, generator=generator) - 0.5).to(f) * NOISE
-        prev = torch.cat([torch.zeros_like(f[:, :1]), f[:, :-1] + noise[:, :-1]], dim=1)  # (B, T, H)
-        rope = self._rope(torch.arange(T, device=f.device)[None])
-        causal = torch.ones(T, T, dtype=torch.bool, device=f.device).tril()[None, None]
+        return torch.cat([torch.zeros_like(f[:, :1]), f[:, :-1] + noise[:, :-1]], dim=1)  # (B, T, H)
+
+    def predict(self, batch: TrainBatch, progress: float, generator: torch.Generator | None) -> torch.Tensor:
+        B, T = batch.ids.shape
+        prev = self._noised_parents(batch, generator)  # (B, T, H)
+        rope = self._rope(torch.arange(T, device=prev.device)[None])
+        causal = torch.ones(T, T, dtype=torch.bool, device=prev.device).tril()[None, None]
         return self.layer(self._fuse(batch.ids, prev), rope, causal)  # (B, T, H)
+
+    def predict_aligned(
+        self, batch: TrainBatch, progress: float, generator: torch.Generator | None, steps: int
+    ) -> list[torch.Tensor]:
+        """HASS context alignment: ``steps`` (B, T, H) predictions, step j simulating drafting depth j."""
+        return aligned_predictions(self, batch.ids, self._noised_parents(batch, generator), steps)
 
     def reset(self) -> None:
         self._cache.reset()

@@ -21,12 +21,25 @@ class MoAConfig:
     intermediate: int  # SA and CA SwiGLU width
     staircase: bool = True  # anneal the staircase self-attention mask away by mid-training
     tli_layers: int = 0  # Target Layer Inference N: the target's last N layers turn the output into logits
+    lsa_layers: int = 0  # target layers LSA reads, evenly spaced, the last included (0: all L, the paper's)
+    final_hidden: bool = False  # the memory also gets the target's final hidden state (EAGLE's feature), projected
 
     def __post_init__(self) -> None:
         if not 0 <= self.tli_layers < self.target_layers:
             raise ConfigError(
                 f"--tli {self.tli_layers}: the target has {self.target_layers} layers; choose 0 <= N < that"
             )
+        if not 0 <= self.lsa_layers <= self.target_layers:
+            raise ConfigError(
+                f"--lsa-layers {self.lsa_layers}: the target has {self.target_layers} layers; "
+                "choose 1 to that many (0: all of them)"
+            )
+
+    def lsa_layer_indices(self) -> tuple[int, ...]:
+        """The target layers whose keys/values LSA reads: ``lsa_layers`` of them evenly spaced
+        over the depth, ending at the last layer (all L when ``lsa_layers`` is 0)."""
+        L, n = self.target_layers, self.lsa_layers or self.target_layers
+        return tuple(round((k + 1) * L / n) - 1 for k in range(n))
         for width, heads, kv in (
             (self.kv_width, self.lsa_heads, self.lsa_kv_heads),
             (self.hidden, self.heads, self.kv_heads),

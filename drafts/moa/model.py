@@ -19,6 +19,13 @@ plus the draft's own keys/values at this round's drafted positions under the cha
 scratch mask. Training reproduces this exactly in one pass: query ``i`` sees the true K/V at
 ``j <= start[i]`` and K/V of the draft's predicted layer inputs at ``start[i] < j <= i``.
 A verifier that sends compressed memory vectors instead of raw K/V cannot serve N > 0.
+
+Ablation options (issue 12, "why MoA does not beat EAGLE"), both off by default: ``lsa_layers``
+lets LSA read only some of the target's layers (evenly spaced, the last included);
+``final_hidden`` adds the target's final hidden state of each verified token (EAGLE's whole
+input, which the all-layer K/V never contain: they are the layers' *inputs*) to its memory
+vector through a linear map started at zero, so a draft extended from one without it starts
+out computing the same function.
 """
 
 from __future__ import annotations
@@ -52,11 +59,16 @@ class MoADraft(NeuralDraft):
     def __init__(self, cfg: MoAConfig, parts: TargetParts) -> None:
         super().__init__(parts)
         self.cfg = cfg
-        self.needs = ActivationRequest(all_layer_kv=True)
+        final = (cfg.target_layers,) if cfg.final_hidden else ()
+        self.needs = ActivationRequest(hidden_layers=final, all_layer_kv=True)
         lsa = BlockConfig(cfg.kv_width, cfg.lsa_heads, cfg.lsa_kv_heads, cfg.lsa_intermediate)
         tok = BlockConfig(cfg.hidden, cfg.heads, cfg.kv_heads, cfg.intermediate)
         self.layer_self_attention = DecoderBlock(lsa)
         self.Ekv2E = nn.Linear(cfg.kv_width, cfg.hidden, bias=True)
+        self.final_proj = nn.Linear(cfg.hidden, cfg.hidden, bias=False) if cfg.final_hidden else None
+        if self.final_proj is not None:
+            nn.init.zeros_(self.final_proj.weight)  # no contribution until trained
+        self._lsa_layers = list(cfg.lsa_layer_indices()) if cfg.lsa_layers else None
         self.self_attention = DecoderBlock(tok)
         self.cross_attention = CrossBlock(tok)
         self._sa_cache = KVCache()  # SA keys/values: committed tokens, then this round's scratch
@@ -74,17 +86,27 @@ class MoADraft(NeuralDraft):
 
     def memory_compressible(self) -> bool:
         """Not with Target Layer Inference (N > 0): its reused target layers attend to the target's
-        own keys/values of those layers, so such a draft asks for the raw all-layer KV."""
-        return super().memory_compressible() and self.cfg.tli_layers == 0
+        own keys/values of those layers, so such a draft asks for the raw all-layer KV. Not with
+        ``final_hidden`` either: the verifier compresses the K/V alone."""
+        return super().memory_compressible() and self.cfg.tli_layers == 0 and not self.cfg.final_hidden
 
     def compress(self, kv: torch.Tensor) -> torch.Tensor:
         """Layer Self-Attention + mean + Ekv2E: (B, T, L, W) target keys/values -> (B, T, H)."""
+        if self._lsa_layers is not None:
+            kv = kv[:, :, self._lsa_layers]  # (B, T, n, W): the chosen layers only
         B, T, L, W = kv.shape
         x = kv.reshape(B * T, L, W)  # each token a batch element, the layers its sequence
         layers = torch.arange(L, device=kv.device)[None]  # (1, L): layer index as position
         rope = rope_tables(layers, W // self.cfg.lsa_heads, DRAFT_ROPE_THETA)
         x = self.layer_self_attention(x, rope, mask=None)  # (B*T, L, W), bidirectional
         return self.Ekv2E(x.mean(dim=1)).view(B, T, -1)  # (B, T, H)
+
+    def _with_final(self, memory: torch.Tensor, final: torch.Tensor | None) -> torch.Tensor:
+        """``memory`` (B, T, H) plus the projected final hidden state (B, T, H) when configured."""
+        if self.final_proj is None:
+            return memory
+        assert final is not None, "this MoA draft reads the target's final hidden state (final_hidden)"
+        return memory + self.final_proj(final.to(memory.dtype))
 
     # -- training ------------------------------------------------------------------------
     def predict(self, batch: TrainBatch, progress: float, generator: torch.Generator | None) -> torch.Tensor:
@@ -102,7 +124,8 @@ class MoADraft(NeuralDraft):
         rope = self._rope(torch.arange(T, device=batch.ids.device)[None])
         e = self.parts.embed_tokens(batch.ids)  # (B, T, H)
         s = self.self_attention(e, rope, self_attention_mask(starts, stair.to(e.device)))  # (B, T, H)
-        k, v = self.cross_attention.memory_kv(self.compress(batch.target_kv), rope)  # (B, n_kv, T, hs)
+        memory = self._with_final(self.compress(batch.target_kv), batch.target_hidden)  # (B, T, H)
+        k, v = self.cross_attention.memory_kv(memory, rope)  # (B, n_kv, T, hs)
         out = self.cross_attention(s, rope, k, v, cross_attention_mask(starts))  # (B, T, H)
         if self.tail is None:
             return out, None
@@ -122,7 +145,8 @@ class MoADraft(NeuralDraft):
         if acts.memory is not None:
             return acts.memory
         assert acts.kv is not None, "MoA needs the target's all-layer keys/values or their memory vectors"
-        return self.compress(acts.kv[None])[0]
+        final = acts.hidden.get(self.cfg.target_layers) if self.final_proj is not None else None
+        return self._with_final(self.compress(acts.kv[None]), None if final is None else final[None])[0]
 
     @torch.inference_mode()
     def observe(self, committed: list[int], start: int, acts: Activations) -> None:

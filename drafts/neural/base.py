@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from drafts.errors import ConfigError
 from drafts.neural.kinds import compressed_kinds
 from drafts.neural.target_parts import TargetParts
 from drafts.target.activations import ActivationRequest, Activations
@@ -42,6 +43,7 @@ class NeuralDraft(nn.Module):
     kind: str = "?"
     needs: ActivationRequest
     tail_input_layer: int | None = None  # hidden index the draft also predicts (MoA TLI: L - N), for the loss
+    aligns_context: bool = False  # has HASS context alignment (predict_aligned): it reads its own predictions
 
     def __init__(self, parts: TargetParts) -> None:
         super().__init__()
@@ -60,6 +62,17 @@ class NeuralDraft(nn.Module):
         """``predict`` plus, when ``tail_input_layer`` is set, the (B, T, H) prediction of that
         hidden state (the loss compares it with ``batch.target_tail_input``)."""
         return self.predict(batch, progress, generator), None
+
+    def predict_aligned(
+        self, batch: TrainBatch, progress: float, generator: torch.Generator | None, steps: int
+    ) -> list[torch.Tensor]:
+        """HASS context alignment (``moa-train --align-steps``): ``steps`` (B, T, H) predictions, step
+        j's inputs at the last j-1 positions being the draft's own earlier outputs, as at inference.
+        Only drafts that feed their own predictions back (EAGLE) have it."""
+        raise ConfigError(
+            f"--align-steps {steps}: a {self.kind} draft never reads its own predicted features, so there is "
+            "no context to align (one training pass already matches inference); use --align-steps 1"
+        )
 
     # -- inference -----------------------------------------------------------------------
     def memory_compressible(self) -> bool:

@@ -3,6 +3,8 @@
 moa-train --draft moa --target smollm2 --data sharegpt --tokens 500000 --out runs/moa
 moa-train --draft moa --out runs/moa --tokens 500000 --resume     # continue after a stop
 moa-train --draft moa --init runs/moa --data regen.jsonl --tokens 50000 --out runs/moa-ft   # fine-tune
+moa-train --draft eagle --init runs/eagle --align-steps 3 --topk-weight 1 ...   # HASS
+moa-train --draft moa --init runs/moa --final-hidden --lsa-layers 10 ...     # MoA ablation variants
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from drafts.neural.target_parts import TargetParts
 from drafts.target.device import DEVICE_CHOICES, resolve_device
 from drafts.target.loading import TargetFingerprint, load_target
 from drafts.target.runner import TargetRunner
+from drafts.training import architecture
 from drafts.training.checkpoint import WEIGHTS_FILE, check_fingerprint, load_draft, read_meta
 from drafts.training.data import load_training_conversations
 from drafts.training.feature_cache import FeatureCache
@@ -50,13 +53,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--accum", type=int, default=2, help="sequences per optimizer step")
     p.add_argument("--draft-vocab", type=int, default=16384, help="reduced draft vocabulary size (0 = full)")
-    p.add_argument("--tli", type=int, default=0, help="MoA Target Layer Inference: reuse the target's last N layers")
+    architecture.add_flags(p)
     p.add_argument(
         "--no-staircase",
         action="store_true",
         help="MoA: no staircase self-attention mask (its curriculum is done, e.g. when continuing with --init)",
     )
     p.add_argument("--topk-weight", type=float, default=0.0, help="HASS top-K distillation weight (K=10)")
+    p.add_argument(
+        "--align-steps",
+        type=int,
+        default=1,
+        help="HASS context alignment: N training steps per sequence, step j on the draft's own\n"
+        "earlier predictions as at drafting depth j (EAGLE; 1 = off, HASS uses 3)",
+    )
+    p.add_argument(
+        "--tail-loss",
+        choices=("raw", "normalised"),
+        default="raw",
+        help="MoA --tli N>0: SmoothL1 of the tail input as is, or divided by the target's RMS per position",
+    )
+    p.add_argument("--warmup", type=int, default=30, help="learning-rate warm-up, in optimizer steps")
     p.add_argument("--checkpoint-every", type=int, default=50, help="optimizer steps between checkpoints")
     p.add_argument(
         "--feature-cache",
@@ -90,7 +107,9 @@ def _train(args: argparse.Namespace, argv: list[str]) -> int:
         accum=args.accum,
         seed=args.seed,
         checkpoint_every=args.checkpoint_every,
-        weights=LossWeights(topk=args.topk_weight),
+        warmup_steps=args.warmup,
+        weights=LossWeights(topk=args.topk_weight, tail_norm=args.tail_loss == "normalised"),
+        align_steps=args.align_steps,
     )
     if args.resume:
         model, vocab_info = _resumed_model(args, runner)
@@ -100,6 +119,7 @@ def _train(args: argparse.Namespace, argv: list[str]) -> int:
         model, vocab_info = _new_model(args, runner, conversations, cfg)
     if args.no_staircase and isinstance(model, MoADraft):
         model.cfg = dataclasses.replace(model.cfg, staircase=False)
+    _check_model_options(args, model)
     cache = None if args.feature_cache is None else FeatureCache(args.feature_cache, runner.fingerprint)
     trainer = Trainer(model.to(device), runner, conversations, cfg, args.out, cache)
     if args.resume:
@@ -128,8 +148,19 @@ def _train(args: argparse.Namespace, argv: list[str]) -> int:
     return 0
 
 
+def _check_model_options(args: argparse.Namespace, model: NeuralDraft) -> None:
+    if args.align_steps > 1 and not model.aligns_context:
+        raise ConfigError(
+            f"--align-steps {args.align_steps}: a {model.kind} draft never reads its own predicted features, so "
+            "there is no context to align (one training pass already matches inference); drop --align-steps"
+        )
+    if args.tail_loss != "raw" and model.tail_input_layer is None:
+        raise ConfigError("--tail-loss applies to MoA drafts with Target Layer Inference; add --tli N (N >= 1)")
+
+
 def _check_out(args: argparse.Namespace) -> None:
     """Refuse a wrong ``--out``/``--resume`` before anything slow (data, target) is loaded."""
+    architecture.check(args)
     if args.no_staircase and (args.draft != "moa" or args.resume):
         raise ConfigError(
             "--no-staircase applies to a new or --init MoA run (a resumed run keeps its recorded setting); drop it"
@@ -156,7 +187,7 @@ def _new_model(
     size = args.draft_vocab if args.draft_vocab > 0 else vocab_size
     sample = tokenize_all(runner.tokenizer, conversations[:VOCAB_SAMPLE], cfg.max_len)
     d2t, coverage = frequent_tokens(sample, size, vocab_size, always=runner.stop_ids)
-    config = default_config(args.draft, runner, tli_layers=args.tli)
+    config = default_config(args.draft, runner, tli_layers=args.tli or 0) | architecture.overrides(args)
     model = build_draft(args.draft, config, TargetParts.from_model(runner.model, d2t))
     init_weights(model)
     return model, {"draft_vocab_coverage": coverage}
@@ -180,7 +211,8 @@ def _initialised_model(args: argparse.Namespace, runner: TargetRunner) -> tuple[
         raise CheckpointError(
             f"--init {args.init} holds a {meta['kind']} draft, not {args.draft}; pass --draft {meta['kind']}"
         )
-    model = load_draft(args.init, runner)
+    given = architecture.overrides(args)
+    model = architecture.extended(args.init, meta, given, runner) if given else load_draft(args.init, runner)
     return model, {
         "draft_vocab_coverage": meta["training"].get("draft_vocab_coverage"),
         "init": str(args.init),

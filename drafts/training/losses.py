@@ -6,6 +6,9 @@ head) and ``q`` the draft's. Optional HASS term (Zhang et al. 2025): the soft cr
 restricted to the target's top-K tokens, ``-sum_{x in TopK(p)} p(x) log q(x)`` with K = 10.
 With MoA's Target Layer Inference (N > 0) the draft also predicts the input of the target's last
 N layers; the feature term is then ``0.5 SmoothL1(final) + 0.5 SmoothL1(input, hidden_states[L-N])``.
+That input is the target's residual stream *before* its final norm, whose scale is far larger
+than the normed final state's (and grows with depth), so its raw SmoothL1 can drown the final
+term; ``tail_norm`` divides both sides by the target input's RMS per position (detached) first.
 With a reduced draft vocabulary both distributions live on it (EAGLE-3 does the same).
 """
 
@@ -25,6 +28,7 @@ class LossWeights:
     feature: float = 1.0  # SmoothL1 to the target's final hidden state
     topk: float = 0.0  # HASS top-K distillation (1.0 in HASS's second stage)
     k: int = 10
+    tail_norm: bool = False  # TLI: compare the tail input at the scale of the normed final state
 
 
 def distillation_loss(
@@ -47,7 +51,7 @@ def distillation_loss(
     feature = F.smooth_l1_loss(pred, true)
     stats: dict[str, float] = {}
     if tail_input is not None:
-        input_term = F.smooth_l1_loss(tail_input[0][mask], tail_input[1][mask])
+        input_term = _tail_input_term(tail_input[0][mask], tail_input[1][mask], w.tail_norm)
         stats["tail_input"] = input_term.item()
         feature = 0.5 * feature + 0.5 * input_term
     loss = w.kl * kl + w.feature * feature
@@ -56,3 +60,12 @@ def distillation_loss(
         loss = loss + w.topk * -(p.gather(-1, top) * log_q.gather(-1, top)).sum(-1).mean()
     acc = (log_q.argmax(-1) == p.argmax(-1)).float().mean()
     return loss, {"loss": loss.item(), "kl": kl.item(), "feature": feature.item(), "top1": acc.item()} | stats
+
+
+def _tail_input_term(pred: torch.Tensor, true: torch.Tensor, normalised: bool) -> torch.Tensor:
+    """SmoothL1 of the predicted tail input (n, H) to the target's, optionally both divided by the
+    target's RMS per position (so the term sees directions and relative size, not the raw scale)."""
+    if normalised:
+        rms = true.pow(2).mean(-1, keepdim=True).sqrt().clamp_min(1e-6)  # (n, 1), no gradient (true is data)
+        pred, true = pred / rms, true / rms
+    return F.smooth_l1_loss(pred, true)

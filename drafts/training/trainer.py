@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from drafts.data.conversations import Conversation
-from drafts.errors import CheckpointError
+from drafts.errors import CheckpointError, ConfigError
 from drafts.neural.base import NeuralDraft, TrainBatch
 from drafts.target.activations import ActivationRequest
 from drafts.target.runner import TargetRunner
@@ -44,6 +44,11 @@ class TrainConfig:
     checkpoint_every: int = 50  # optimizer steps between checkpoints
     seed: int = 0
     weights: LossWeights = field(default_factory=LossWeights)
+    align_steps: int = 1  # HASS context alignment: training steps per sequence (1: off; HASS uses 3)
+
+    def __post_init__(self) -> None:
+        if self.align_steps < 1:
+            raise ConfigError(f"--align-steps {self.align_steps}: give 1 (off) or more (HASS trains 3)")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -136,11 +141,25 @@ class Trainer:
     def _loss(self, seq: Sequence) -> tuple[torch.Tensor, dict[str, float]]:
         batch = self._batch(seq)
         progress = min(1.0, self.state.tokens_seen / self.cfg.tokens)
+        if self.cfg.align_steps > 1:
+            return self._aligned_loss(batch, progress)
         pred, tail_pred = self.model.predict_features(batch, progress, self.generator)
         tail = None if tail_pred is None or batch.target_tail_input is None else (tail_pred, batch.target_tail_input)
         return distillation_loss(
             pred, batch.target_hidden, batch.loss_mask, self.model.parts, self.cfg.weights, tail_input=tail
         )
+
+    def _aligned_loss(self, batch: TrainBatch, progress: float) -> tuple[torch.Tensor, dict[str, float]]:
+        """HASS: the sum of every alignment step's loss; statistics of step 1, plus each step's top-1."""
+        preds = self.model.predict_aligned(batch, progress, self.generator, self.cfg.align_steps)
+        total: torch.Tensor | None = None
+        stats: dict[str, float] = {}
+        for j, pred in enumerate(preds, start=1):
+            loss, s = distillation_loss(pred, batch.target_hidden, batch.loss_mask, self.model.parts, self.cfg.weights)
+            total = loss if total is None else total + loss
+            stats = s if j == 1 else stats | {f"top1.{j}": s["top1"]}
+        assert total is not None
+        return total, stats | {"loss": total.item()}
 
     def _batch(self, seq: Sequence) -> TrainBatch:
         """The target's activations for ``seq`` (from the feature cache, or computed; no gradient)."""
