@@ -3,6 +3,7 @@
     moa-bench --method ar,lookup,oracle --dataset humaneval --limit 20 --max-new-tokens 128 \
               --temperature 0 --chain 4 --json bench.json
     moa-bench --remote --link lan,wifi,4g,3g ...   # the remote engine over shaped links: see moa-bench-remote
+    moa-bench --offline-horizon 8,16,32 ...        # tokens each draft keeps writing alone: drafts.bench.offline_horizon
 """
 
 from __future__ import annotations
@@ -70,14 +71,19 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_config(args: argparse.Namespace) -> BenchConfig:
-    for item in args.checkpoint:
+def register_checkpoints(items: list[str]) -> None:
+    """``--checkpoint NAME=DIR`` items: each names a trained draft's checkpoint (see ``set_checkpoint``)."""
+    for item in items:
         name, sep, path = item.partition("=")
         if not sep:
             raise ConfigError(f"--checkpoint takes NAME=DIR (e.g. moa=runs/moa), got {item!r}")
         if name in PLAIN_METHODS:
             raise ConfigError(f"{name!r} is plain decoding, not a draft; give the checkpoint another name")
         set_checkpoint(name, Path(path))
+
+
+def parse_config(args: argparse.Namespace) -> BenchConfig:
+    register_checkpoints(args.checkpoint)
     methods = tuple(dict.fromkeys(m.strip() for m in args.method.split(",") if m.strip()))
     for m in methods:
         if m not in PLAIN_METHODS:
@@ -96,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "--remote" in argv:
         return remote(argv)
+    if any(a.partition("=")[0] == "--offline-horizon" for a in argv):
+        from drafts.bench.offline_horizon import main as offline_horizon  # its own flags: see its --help
+
+        return offline_horizon(argv)
     args = build_parser().parse_args(argv)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
