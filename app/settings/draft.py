@@ -1,18 +1,18 @@
 """What ``--draft`` means: a kind shipped for the target, a checkpoint directory, or none.
 
-Resolved from the files alone (no model loaded, no torch imported), so a wrong checkpoint or a
-draft trained for another target stops ``moa-chat`` before anything slow starts.
+Resolved from the files alone (no model loaded, no torch imported: the checkpoint's metadata is
+read by :mod:`drafts.neural.checkpoint_meta`, as when it loads), so a wrong checkpoint or a draft
+trained for another target stops ``moa-chat`` before anything slow starts.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from drafts.errors import ConfigError
+from drafts.errors import CheckpointError, ConfigError
 from drafts.locations import shipped_checkpoint
+from drafts.neural.checkpoint_meta import CONFIG_FILE, read_meta, trained_for
 from drafts.neural.kinds import KIND_NAMES, draft_kind
 
 SHIPPED_KINDS = KIND_NAMES  # the declared kinds (drafts.neural.kinds); each ships a checkpoint for SmolLM2
@@ -40,7 +40,7 @@ def resolve_draft(spec: str, target: str) -> DraftChoice:
         return DraftChoice(None, None)
     if spec in SHIPPED_KINDS:
         checkpoint = shipped_checkpoint(target_name(target), spec)
-        if not (checkpoint / "config.json").is_file():
+        if not (checkpoint / CONFIG_FILE).is_file():
             raise DraftError(
                 f"no {spec} draft is shipped for target {target!r}; train one with "
                 f"`moa-train --draft {spec} --target {target} --out DIR` and pass --draft DIR, or use --draft none"
@@ -58,22 +58,14 @@ def target_name(target: str) -> str:
 
 
 def _checkpoint_kind(path: Path, target: str) -> str:
-    config = path / "config.json"
-    if not config.is_file():
-        raise DraftError(
-            f"--draft {path}: not a draft checkpoint (no config.json there); pass moa, eagle, independent, none "
-            "or a directory written by moa-train"
-        )
     try:
-        meta: dict[str, Any] = json.loads(config.read_text())
-        kind, trained_for = str(meta["kind"]), str(meta["target"]["name"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise DraftError(f"--draft {path}: {config} is unreadable or not a draft's ({exc}); retrain it") from exc
-    if kind not in SHIPPED_KINDS:
-        raise DraftError(f"--draft {path}: a {kind!r} checkpoint; moa-chat runs {', '.join(SHIPPED_KINDS)}")
-    if trained_for != target_name(target):
+        meta = read_meta(path)
+    except CheckpointError as exc:
+        raise DraftError(f"--draft {path}: {exc} (--draft also takes {', '.join(SHIPPED_KINDS)} or none)") from exc
+    trained = trained_for(meta)
+    if trained != target_name(target):
         raise DraftError(
-            f"--draft {path} was trained for {trained_for}, but the target is {target_name(target)} "
+            f"--draft {path} was trained for {trained}, but the target is {target_name(target)} "
             f"(--target {target}); pass the matching --target, or a draft trained for this one"
         )
-    return kind
+    return str(meta["kind"])

@@ -2,52 +2,27 @@
 fingerprint, how it was trained) and ``draft.safetensors`` (trainable weights + vocabulary map).
 
 A checkpoint loads only against the target it was trained for; anything else is refused with a
-message naming both targets. Writing one is the trainer's (:mod:`drafts.training.checkpoint`,
-which imports this module; loading a draft never imports the training package).
+message naming both targets. ``config.json`` alone is read by :mod:`drafts.neural.checkpoint_meta`
+(torch-free, also used by ``moa-chat``'s settings; re-exported here). Writing one is the
+trainer's (:mod:`drafts.training.checkpoint`, which imports this module; loading a draft never
+imports the training package).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
-from typing import Any
 
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from drafts.errors import CheckpointError
 from drafts.neural.base import NeuralDraft
-from drafts.neural.kinds import KIND_NAMES, draft_kind
+from drafts.neural.checkpoint_meta import CONFIG_FILE, FORMAT, WEIGHTS_FILE, read_meta
+from drafts.neural.kinds import draft_kind
 from drafts.neural.target_parts import TargetParts
 from drafts.target.loading import TargetFingerprint
 from drafts.target.runner import TargetRunner
-
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "draft.safetensors"
-FORMAT = 1
-
-
-def read_meta(path: Path) -> dict[str, Any]:
-    config = path / CONFIG_FILE
-    if not config.is_file():
-        raise CheckpointError(
-            f"no draft checkpoint at {path} (missing {CONFIG_FILE}); train one with "
-            "`moa-train --draft moa --out DIR` or pass the directory of an existing one"
-        )
-    try:
-        meta: dict[str, Any] = json.loads(config.read_text())
-    except json.JSONDecodeError as exc:
-        raise CheckpointError(
-            f"{config} is not valid JSON ({exc}); the checkpoint is corrupt, retrain or restore it"
-        ) from exc
-    if meta.get("format") != FORMAT:
-        raise CheckpointError(f"{config} has format {meta.get('format')!r}, this version reads {FORMAT}")
-    if meta.get("kind") not in KIND_NAMES:
-        raise CheckpointError(
-            f"{config} declares draft kind {meta.get('kind')!r}; this version loads {', '.join(KIND_NAMES)}"
-        )
-    return meta
 
 
 def load_draft(path: Path, runner: TargetRunner) -> NeuralDraft:
@@ -97,3 +72,14 @@ def check_fingerprint(path: Path, trained: TargetFingerprint, loaded: TargetFing
             f"({loaded.num_layers} layers, hidden {loaded.hidden_size}, tokenizer {loaded.tokenizer_hash}); "
             f"load the matching target or train a draft for this one with `moa-train --target ...`"
         )
+
+
+__all__ = [
+    "CONFIG_FILE",
+    "FORMAT",
+    "WEIGHTS_FILE",
+    "check_fingerprint",
+    "draft_id",
+    "load_draft",
+    "read_meta",
+]

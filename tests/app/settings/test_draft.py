@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.settings.draft import DraftError, resolve_draft, target_name
+from drafts.errors import CheckpointError
 from drafts.locations import shipped_checkpoint
 
 
@@ -36,8 +37,25 @@ def test_a_checkpoint_directory_gives_its_kind(tmp_path: Path) -> None:
 
 
 def test_a_directory_that_is_no_checkpoint_says_what_to_pass(tmp_path: Path) -> None:
-    with pytest.raises(DraftError, match="not a draft checkpoint .* pass moa, eagle, independent, none"):
+    with pytest.raises(DraftError, match="no draft checkpoint at .*moa-train.*also takes moa, eagle, independent"):
         resolve_draft(str(tmp_path), "smollm2")
+
+
+@pytest.mark.parametrize(
+    ("config", "refusal"),
+    [
+        ('{"format": 1, "kind": "mo', "not valid JSON.*retrain or restore"),
+        ('{"format": 1, "kind": "medusa", "target": {"name": "SmolLM2-135M-Instruct"}}', "kind 'medusa'.*loads moa"),
+        ('{"format": 1, "kind": "moa"}', "names no target.*retrain it with moa-train"),
+        ("[1, 2]", "no JSON object"),
+    ],
+)
+def test_a_bad_checkpoint_config_is_refused_as_when_it_loads(tmp_path: Path, config: str, refusal: str) -> None:
+    (tmp_path / "config.json").write_text(config)
+
+    with pytest.raises(DraftError, match=f"--draft {tmp_path}: .*{refusal}") as refused:
+        resolve_draft(str(tmp_path), "smollm2")
+    assert isinstance(refused.value.__cause__, CheckpointError)  # the loader's own refusal, one reader
 
 
 def test_a_draft_for_another_target_is_refused_with_the_fix(tmp_path: Path) -> None:
