@@ -159,3 +159,71 @@ def test_no_staircase_outside_a_new_moa_run_is_refused(
     assert train(data, tmp_path / "run", "--tokens", "10", "--no-staircase", *options) == 2
     assert "--no-staircase applies to a new or --init MoA run" in capsys.readouterr().err
     assert loads == []  # refused before the target was loaded
+
+
+def test_init_extends_a_moa_draft_with_the_ablation_options_and_records_them(
+    loads: list[str | None], data: Path, tmp_path: Path
+) -> None:
+    assert train(data, tmp_path / "base", "--draft", "moa", "--tokens", "10") == 0
+    options = ["--lsa-layers", "2", "--final-hidden", "--tli", "1", "--tail-loss", "normalised", "--no-staircase"]
+
+    code = train(data, tmp_path / "ext", "--draft", "moa", "--tokens", "10", "--init", str(tmp_path / "base"), *options)
+
+    assert code == 0
+    meta = json.loads((tmp_path / "ext" / CONFIG_FILE).read_text())
+    assert (meta["config"]["lsa_layers"], meta["config"]["final_hidden"], meta["config"]["tli_layers"]) == (2, True, 1)
+    assert meta["training"]["config"]["weights"]["tail_norm"] is True
+    runner = tiny_target_runner(tiny_llama(seed=0), ChatTokenizer())
+    base, extended = load_draft(tmp_path / "base", runner), load_draft(tmp_path / "ext", runner)
+    shared = base.state_dict().keys()
+    assert shared < extended.state_dict().keys()  # the new projection, and every weight of the base
+    drift = max((base.state_dict()[n] - extended.state_dict()[n]).abs().max().item() for n in shared)
+    assert drift < 0.01  # one optimizer step from the base's weights
+
+
+def test_eagle_trains_with_context_alignment_and_records_it(
+    loads: list[str | None], data: Path, tmp_path: Path
+) -> None:
+    assert train(data, tmp_path / "run", "--draft", "eagle", "--tokens", "10", "--align-steps", "3") == 0
+
+    assert json.loads((tmp_path / "run" / CONFIG_FILE).read_text())["training"]["config"]["align_steps"] == 3
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--draft", "moa", "--align-steps", "2"], "no context to align"),
+        (["--draft", "moa", "--tail-loss", "normalised"], "add --tli N"),
+    ],
+)
+def test_training_options_the_draft_cannot_use_are_refused(
+    loads: list[str | None],
+    data: Path,
+    tmp_path: Path,
+    options: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert train(data, tmp_path / "run", "--tokens", "10", *options) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--draft", "eagle", "--final-hidden"], "--final-hidden apply to MoA drafts only"),
+        (["--draft", "eagle", "--lsa-layers", "2"], "--lsa-layers apply to MoA drafts only"),
+        (["--draft", "moa", "--resume", "--lsa-layers", "2"], "keeps the architecture it recorded"),
+    ],
+)
+def test_architecture_options_that_cannot_apply_are_refused_before_loading(
+    loads: list[str | None],
+    data: Path,
+    tmp_path: Path,
+    options: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert train(data, tmp_path / "run", "--tokens", "10", *options) == 2
+    assert message in capsys.readouterr().err
+    assert loads == []

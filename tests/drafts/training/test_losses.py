@@ -80,3 +80,18 @@ def test_with_a_tli_layer_input_the_feature_term_is_split_half_and_half(parts: T
     assert stats["tail_input"] == pytest.approx(0.5)
     assert stats["feature"] == pytest.approx(0.5 * alone["feature"] + 0.25, rel=1e-5)
     assert loss.item() == pytest.approx(0.1 * stats["kl"] + stats["feature"], rel=1e-5)
+
+
+def test_a_normalised_tail_input_term_ignores_the_scale_of_the_residual_stream(parts: TargetParts) -> None:
+    draft, target, draft_input, target_input = hidden(8), hidden(9), hidden(10), hidden(11)
+    normalised = LossWeights(tail_norm=True)
+
+    def tail_term(scale: float, weights: LossWeights) -> float:
+        tail = (scale * draft_input, scale * target_input)
+        return distillation_loss(draft, target, MASK, parts, weights, tail)[1]["tail_input"]
+
+    assert tail_term(100.0, normalised) == pytest.approx(tail_term(1.0, normalised), rel=1e-5)
+    assert tail_term(100.0, LossWeights()) > 50 * tail_term(1.0, LossWeights())  # raw: grows with the scale
+    rms = target_input[MASK].pow(2).mean(-1, keepdim=True).sqrt()
+    expected = torch.nn.functional.smooth_l1_loss(draft_input[MASK] / rms, target_input[MASK] / rms)
+    assert tail_term(1.0, normalised) == pytest.approx(expected.item(), rel=1e-5)
