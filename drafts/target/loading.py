@@ -1,7 +1,8 @@
 """Loading a target causal LM by alias, hub id, local directory or GGUF file.
 
 GGUF files are dequantised by transformers on first load (~30 s for SmolLM2), so the converted
-weights are saved once as safetensors under the cache dir and later starts take seconds.
+weights are saved once as safetensors under the cache dir, keyed by the file's content
+(:mod:`drafts.target.gguf_cache`), and later starts take seconds.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +20,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
 from drafts.errors import ModelLoadError, UnsupportedArchitectureError
 from drafts.locations import converted_models_dir, package_file, smollm2_gguf
+from drafts.target.gguf_cache import converted
 
 DEFAULT_TARGET = "smollm2"
 ALIASES = ("smollm2", "gemma3-270m")
@@ -117,24 +118,8 @@ def _load_error(what: str, exc: Exception) -> ModelLoadError:
 
 
 def _converted(gguf: Path, on_convert: Callable[[], None] | None = None) -> Path:
-    """The safetensors copy of ``gguf`` in the cache, converting it on first use."""
-    stat = gguf.stat()
-    key = hashlib.sha256(f"{gguf.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:12]
-    out = converted_models_dir() / f"{gguf.stem}-{key}"
-    if (out / "config.json").exists():
-        return out
-    if on_convert is not None:
-        on_convert()
-    tmp = out.with_name(f"{out.name}.partial-{os.getpid()}")  # per process: two may convert at once (demo)
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        _convert_gguf(gguf, tmp)
-        tmp.rename(out)
-    except OSError:
-        if not (out / "config.json").exists():
-            raise
-        shutil.rmtree(tmp, ignore_errors=True)  # another process finished the same conversion first
-    return out
+    """The safetensors copy of ``gguf`` in the cache (:mod:`drafts.target.gguf_cache`), converting it on first use."""
+    return converted(gguf, _convert_gguf, on_convert)
 
 
 def ensure_converted(spec: str | None, on_convert: Callable[[], None] | None = None) -> None:
