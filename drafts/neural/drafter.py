@@ -1,73 +1,123 @@
 """A trained draft (MoA, EAGLE, independent) behind the :class:`~drafts.drafters.base.Drafter`
-interface: chains (greedy, or sampled with their proposal q at T > 0) and EAGLE-2 trees."""
+interface: chains (greedy, sampled with their proposal q at T > 0, or cut by a confidence floor)
+and EAGLE-2 dynamic trees, for the single-device loop and the network client alike.
+
+    begin / observe / truncate   what the target committed (the draft's caches follow it)
+    propose(context, shape)      one round's candidates in one go (the single-device loop)
+    start_chain(root, ...)       an :class:`~drafts.neural.chain.IncrementalChain` that grows on
+                                 demand (the network client drafts ahead and offline with it);
+                                 ``propose`` drafts its chains through the same routine
+    tree(root, shape)            an EAGLE-2 dynamic tree (:mod:`drafts.neural.tree_search`)
+
+The draft holds at most one chain (``chain``): observing, truncating or drafting a tree drops it.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 
 from drafts.drafters.base import DraftShape
 from drafts.neural.base import NeuralDraft
+from drafts.neural.chain import IncrementalChain, Proposal
 from drafts.neural.tree_search import dynamic_tree
-from drafts.sampling import SamplingConfig, logits_to_probs, sample
+from drafts.sampling import SamplingConfig
 from drafts.target.activations import Activations
 from drafts.tree import DraftTree
 
 
 class NeuralDrafter:
-    def __init__(self, model: NeuralDraft, name: str | None = None) -> None:
+    def __init__(self, model: NeuralDraft, name: str | None = None, q_top_k: int = 0) -> None:
         self.model = model.eval()
         self.name = name or model.kind
         self.needs = model.needs
-        self._length = 0  # committed tokens the draft has observed
+        self.q_top_k = q_top_k  # what ``propose``'s sampled chains keep of q: 0 the full (V,) rows, K the top K
+        self.history: list[int] = []  # the committed tokens the draft has observed
+        self.chain: IncrementalChain | None = None  # the chain drafted below the root, if any
+
+    @property
+    def observed(self) -> int:
+        return len(self.history)
 
     def begin(self, prompt: list[int]) -> None:
+        self._drop()
         self.model.reset()
-        self._length = 0
+        self.history = []
 
-    def observe(self, committed: list[int], acts: Activations, next_token: int) -> None:
-        self.model.observe(committed, self._length, acts)
-        self._length += len(committed)
+    def observe(self, committed: list[int], acts: Activations, next_token: int | None = None) -> None:
+        """The target committed ``committed`` (their activations in ``acts``); the chain is dropped."""
+        self._drop()
+        if committed:
+            self.model.observe(committed, self.observed, acts)
+            self.history += committed
 
     def truncate(self, length: int) -> None:
         """Keep the first ``length`` observed tokens (a conversation's common prefix with its last turn)."""
-        if not 0 <= length <= self._length:
-            raise ValueError(f"cannot cut the draft back to {length} tokens: it has observed {self._length}")
+        if not 0 <= length <= self.observed:
+            raise ValueError(f"cannot cut the draft back to {length} tokens: it has observed {self.observed}")
+        self._drop()
         self.model.truncate(length)
-        self._length = length
+        del self.history[length:]
 
-    @torch.inference_mode()
     def propose(
         self, context: list[int], shape: DraftShape, cfg: SamplingConfig, generator: torch.Generator | None
     ) -> DraftTree:
         position = len(context) - 1  # the root's position
         try:
             if shape.is_tree:
-                return dynamic_tree(self.model, context[-1], position, shape)
-            return self._chain(context[-1], position, shape, cfg, generator)
+                return self._tree(context[-1], position, shape)
+            chain = self._start(context[-1], position, cfg, generator, shape.min_confidence, self.q_top_k)
+            chain.grow(shape.gamma)
+            return chain.tree()
         finally:
-            self.model.end_round()
+            self._drop()
 
-    def _chain(
-        self, root: int, position: int, shape: DraftShape, cfg: SamplingConfig, generator: torch.Generator | None
-    ) -> DraftTree:
-        """Up to ``shape.gamma`` tokens; with ``min_confidence``, stop where the draft's top probability
-        falls below it (EAGLE-2: the draft's confidence predicts acceptance)."""
-        device = self.model.parts.head_weight.device
-        parts, state, token = self.model.parts, self.model.initial_state(), root
-        tokens: list[int] = []
-        proposals: list[torch.Tensor] = []
-        for depth in range(shape.gamma):
-            pos = torch.tensor([position + depth], device=device)
-            logits, state = self.model.step(torch.tensor([token], device=device), pos, None, state)
-            if shape.min_confidence and not shape.keeps(float(torch.softmax(logits[0].float(), -1).max())):
-                break  # decided before sampling, so a kept token is still drawn from q: lossless at T > 0
-            if cfg.greedy:
-                draft_id = int(logits[0].argmax())
-            else:
-                q = logits_to_probs(logits[0], cfg)  # (Dv,) the same transform as the target's
-                draft_id = int(sample(q, generator))
-                proposals.append(parts.to_full_vocab(q))
-            token = int(parts.d2t[draft_id])
-            tokens.append(token)
-        q_full = torch.stack(proposals) if proposals else None  # (n, V)
-        return DraftTree.chain(tokens, q_full)
+    def start_chain(
+        self,
+        root: int,
+        cfg: SamplingConfig,
+        generator: torch.Generator | None,
+        min_confidence: float = 0.0,
+        q_top_k: int = 0,
+        tokens: Sequence[int] = (),
+        q: Sequence[Proposal] = (),
+    ) -> IncrementalChain:
+        """A new chain below ``root`` (the token after the observed ones), starting with ``tokens``
+        chosen already (their proposals ``q``, or none); it becomes ``self.chain``."""
+        chain = self._start(root, self.observed, cfg, generator, min_confidence, q_top_k)
+        chain.follow(tokens, q)
+        return chain
+
+    def tree(self, root: int, shape: DraftShape) -> DraftTree:
+        """An EAGLE-2 tree below ``root`` (deterministic candidates: lossless at any temperature)."""
+        try:
+            return self._tree(root, self.observed, shape)
+        finally:
+            self._drop()
+
+    # -- internals ---------------------------------------------------------------------------
+    def _start(
+        self,
+        root: int,
+        position: int,
+        cfg: SamplingConfig,
+        generator: torch.Generator | None,
+        min_confidence: float,
+        q_top_k: int,
+    ) -> IncrementalChain:
+        self._drop()
+        self.chain = IncrementalChain(self.model, root, position, cfg, generator, min_confidence, q_top_k)
+        return self.chain
+
+    @torch.inference_mode()
+    def _tree(self, root: int, position: int, shape: DraftShape) -> DraftTree:
+        self._drop()
+        return dynamic_tree(self.model, root, position, shape)
+
+    def _drop(self) -> None:
+        """Forget the chain (and any tree's scratch tokens): the caches hold the observed tokens only."""
+        if self.chain is not None:
+            self.chain.live = False
+            self.chain = None
+        self.model.end_round()
