@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 from safetensors import SafetensorError
 from safetensors.torch import load_file
@@ -45,7 +46,20 @@ def load_draft(path: Path, runner: TargetRunner) -> NeuralDraft:
         raise CheckpointError(
             f"{path}: weights do not match a {meta['kind']} draft (missing {missing}, unexpected {unexpected})"
         )
-    return model.to(device=runner.device, dtype=runner.dtype).eval()
+    return apply_inference_options(path, model.to(device=runner.device, dtype=runner.dtype).eval(), meta)
+
+
+def apply_inference_options(path: Path, model: NeuralDraft, meta: dict[str, Any]) -> NeuralDraft:
+    """What config.json's ``"inference"`` asks of a loaded draft (``drafts.neural.derive`` writes it):
+    ``{"quantize": "int8-dynamic"}`` quantizes its Linear layers and LM head rows."""
+    quantize = meta.get("inference", {}).get("quantize")
+    if quantize is None:
+        return model
+    from drafts.neural.quantize import INT8, quantize_int8
+
+    if quantize != INT8:
+        raise CheckpointError(f"{path / CONFIG_FILE} asks for quantization {quantize!r}; this version knows {INT8!r}")
+    return quantize_int8(model)
 
 
 def draft_id(path: Path) -> str:
@@ -78,6 +92,7 @@ __all__ = [
     "CONFIG_FILE",
     "FORMAT",
     "WEIGHTS_FILE",
+    "apply_inference_options",
     "check_fingerprint",
     "draft_id",
     "load_draft",

@@ -4,6 +4,9 @@ They are never trained and never saved with a draft. A draft may use a reduced v
 (frequency-ranked target tokens, as FR-Spec and EAGLE-3 do): ``d2t`` maps draft ids to target
 ids and only those rows of the LM head are computed when drafting. Verification always uses the
 target's full vocabulary, so the output distribution is unchanged.
+
+``head`` optionally replaces the fp32 product with a module over the same rows (the int8 head of
+:mod:`drafts.neural.quantize`); ``head_weight`` stays the reference the rest of the code reads.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ class TargetParts:
     vocab_size: int  # the target's full vocabulary V
     embed_scale: float = 1.0  # Gemma scales embeddings by sqrt(H)
     source: Any = field(default=None, repr=False, compare=False)  # the HF model (TLI reuses its last layers)
+    head: nn.Module | None = field(default=None, repr=False, compare=False)  # replaces ``h @ head_weight.T``
 
     @classmethod
     def from_model(cls, model: Any, d2t: torch.Tensor | None = None) -> TargetParts:
@@ -54,6 +58,8 @@ class TargetParts:
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
         """(..., H) -> (..., Dv) draft-vocabulary logits through the frozen LM head rows."""
+        if self.head is not None:
+            return self.head(h)
         return h @ self.head_weight.T
 
     def to_target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
