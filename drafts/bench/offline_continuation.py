@@ -13,9 +13,14 @@ greedy tokens after ``context`` with no further target state (``continue_after``
   (:class:`drafts.target.gguf_model.GGUFModel`);
 - ``target``: the target itself, greedy; it must keep every token (the harness's own check).
 
-A draft can also say what it would keep *with* the target's state at every token
-(``with_target_state``): each token drafted as the first of a fresh chain after the target
-committed every earlier one, as online drafting does at depth 1.
+Two diagnostics tell a draft's two handicaps offline apart, over the same tokens:
+
+- ``with_target_state``: each token drafted as the first of a fresh chain after the target
+  committed every earlier one (online drafting at depth 1 everywhere);
+- ``with_target_tokens``: no target state after the cut, but the chain is made of the target's
+  own tokens (as the engine's ``adopt`` runs known tokens through the draft), so the draft's
+  prediction at depth ``d`` counts on every sample, not only where depths ``< d`` were right.
+  Until its first miss it is the offline chain itself, so it keeps exactly as many tokens.
 """
 
 from __future__ import annotations
@@ -24,12 +29,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
+import torch
+
 from drafts.decoding.autoregressive import autoregressive_rounds
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.generation import Generation
 from drafts.drafters.base import Drafter, DraftShape, Rewindable
 from drafts.drafters.registry import drafter_spec
 from drafts.errors import ConfigError
+from drafts.neural.drafter import NeuralDrafter
 from drafts.sampling import SamplingConfig
 from drafts.target.activations import NOTHING, ActivationRequest, Activations
 from drafts.target.gguf_model import GGUFModel
@@ -90,6 +98,24 @@ class DraftContinuer:
             self.observe([token], acts.select(slice(i, i + 1)))
             tokens += self.continue_after([*context, *answer[: i + 1]], 1)
         self.rewind(start)
+        return tokens
+
+    @torch.inference_mode()
+    def with_target_tokens(self, context: list[int], answer: list[int]) -> list[int]:
+        """The draft's first choice at each of ``answer``'s positions from the target state up to the
+        cut, its chain being ``answer`` itself: one ``step`` per token from the root, as ``propose``."""
+        assert isinstance(self.drafter, NeuralDrafter), "the diagnostic steps a trained draft's model"
+        model = self.drafter.model
+        device = model.parts.head_weight.device
+        state, tokens, root = model.initial_state(), [], len(context) - 1
+        try:
+            for i, token in enumerate([context[-1], *answer[:-1]]):
+                logits, state = model.step(
+                    torch.tensor([token], device=device), torch.tensor([root + i], device=device), None, state
+                )
+                tokens.append(int(model.parts.d2t[int(logits[0].argmax())]))
+        finally:
+            model.end_round()
         return tokens
 
     def rewind(self, length: int) -> None:

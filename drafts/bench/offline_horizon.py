@@ -12,9 +12,11 @@ common prefix with the reference after the cut (:mod:`drafts.bench.offline_stats
 each horizon. ``target`` continuing itself must keep everything: the harness's own check.
 A cut is skipped where the answer ends before ``c + horizon`` tokens.
 
-Each draft's figures come with what it keeps *with* the target's state at every token
-(``with_target_state``, online depth-1 drafting over the same tokens): the gap between the two
-is what the missing target state costs offline.
+Each draft's figures come with two diagnostics over the same tokens
+(:mod:`drafts.bench.offline_continuation`): ``with_target_state`` (every token drafted right
+after the target committed all before it: what online depth-1 drafting would keep) and
+``with_target_tokens`` (no target state after the cut, the target's own tokens as the chain:
+the draft's accuracy at each offline depth over every sample).
 """
 
 from __future__ import annotations
@@ -84,7 +86,8 @@ class HorizonConfig:
 @dataclass
 class MethodRecord:
     offline: KeptCounts
-    with_target_state: KeptCounts | None  # drafts only
+    with_target_state: KeptCounts | None  # drafts only (None: not asked for)
+    with_target_tokens: KeptCounts | None  # drafts only
     seconds: float = 0.0  # writing offline, all samples
     tokens: int = 0
 
@@ -92,6 +95,7 @@ class MethodRecord:
         return {
             "offline": self.offline.summary(horizons),
             "with_target_state": self.with_target_state.summary(horizons) if self.with_target_state else None,
+            "with_target_tokens": self.with_target_tokens.summary(horizons) if self.with_target_tokens else None,
             "ms_per_offline_token": 1000 * self.seconds / self.tokens if self.tokens else None,
         }
 
@@ -118,12 +122,7 @@ def run_offline_horizon(
 ) -> HorizonRun:
     """Every continuer at every cut of every prompt's greedy answer; see the module docstring."""
     H = config.horizon
-    records = {
-        c.name: MethodRecord(
-            KeptCounts(H), KeptCounts(H) if config.with_target_state and isinstance(c, DraftContinuer) else None
-        )
-        for c in continuers
-    }
+    records = {c.name: _record(c, config) for c in continuers}
     run = HorizonRun(config, records)
     for i, prompt in enumerate(prompts):
         answer = reference_answer(runner, prompt, config.answer_tokens)
@@ -135,6 +134,15 @@ def run_offline_horizon(
         if tick is not None:
             tick()
     return run
+
+
+def _record(c: Continuer, config: HorizonConfig) -> MethodRecord:
+    H, draft = config.horizon, isinstance(c, DraftContinuer)
+    return MethodRecord(
+        KeptCounts(H),
+        KeptCounts(H) if draft and config.with_target_state else None,
+        KeptCounts(H) if draft else None,
+    )
 
 
 def reference_answer(runner: TargetRunner, prompt: list[int], max_new_tokens: int) -> list[int]:
@@ -182,6 +190,8 @@ def _write_offline(c: Continuer, context: list[int], target: list[int], record: 
     offline = c.continue_after(context, len(target))
     record.seconds += time.perf_counter() - t0
     record.tokens += len(offline)
+    if record.with_target_tokens is not None and isinstance(c, DraftContinuer):
+        record.with_target_tokens.add(c.with_target_tokens(context, target), target)
     return record.offline.add(offline, target)
 
 
@@ -314,18 +324,28 @@ def _describe(
 
 
 def format_table(result: dict[str, Any]) -> str:
-    """Mean kept tokens (and share of the horizon) per method and horizon; survival at depths 1-4."""
+    """Mean kept tokens (share of the horizon) per method and horizon, survival at depths 1-4, and
+    the drafts' diagnostics: kept with the target's state, accuracy by depth with the target's tokens."""
     horizons = [str(h) for h in result["config"]["horizons"]]
     longest = horizons[-1]
-    head = ["method", "n", *(f"kept@{h}" for h in horizons), "depth 1/2/3/4", f"with target state @{longest}"]
+    depths = [d for d in (1, 2, 4, 8, 16, 32, 64) if d <= int(longest)]
+    head = [
+        "method",
+        "n",
+        *(f"kept@{h}" for h in horizons),
+        "alive at depth 1/2/3/4",
+        f"kept@{longest} with target state",
+        f"accuracy at depth {'/'.join(map(str, depths))} with target tokens",
+    ]
     lines = [" | ".join(head)]
     for name, m in result["methods"].items():
-        off = m["offline"]
+        off, state, tokens = m["offline"], m["with_target_state"], m.get("with_target_tokens")
         kept = [f"{off['kept'][h]:.2f} ({100 * off['fraction'][h]:.0f}%)" for h in horizons]
-        depth = "/".join(f"{s:.2f}" for s in off["survival_by_depth"][:4])
-        fresh = m["with_target_state"]
-        fresh_text = f"{fresh['kept'][longest]:.2f}" if fresh else "-"
-        lines.append(" | ".join([name, str(off["samples"]), *kept, depth, fresh_text]))
+        alive = "/".join(f"{s:.2f}" for s in off["survival_by_depth"][:4])
+        state_text = f"{state['kept'][longest]:.2f}" if state else "-"
+        by_depth = tokens["token_accuracy_by_depth"] if tokens else None
+        tokens_text = "/".join(f"{by_depth[d - 1]:.2f}" for d in depths) if by_depth else "-"
+        lines.append(" | ".join([name, str(off["samples"]), *kept, alive, state_text, tokens_text]))
     return "\n".join(lines)
 
 

@@ -10,9 +10,10 @@ target's own greedy continuation from the cut, so a continuation of ``H`` tokens
   depth ``d``, ``d = 1..H``); ``conditional[d] = survival[d] / survival[d - 1]``, the chance that
   depth ``d`` is kept once every earlier one was;
 - ``distribution``: how many samples keep exactly ``k`` tokens, ``k = 0..H``;
-- ``token_accuracy``: the share of all ``H`` positions where the token equals the target's,
-  wherever the first difference fell (for tokens each drafted with the target's state, the
-  draft's depth-1 accuracy over the same positions).
+- ``token_accuracy`` (``token_accuracy_by_depth``): the share of all positions (of depth ``d``)
+  where the token equals the target's, wherever the first difference fell. For a draft fed the
+  target's own tokens (diagnostics in :mod:`drafts.bench.offline_continuation`) it is the
+  draft's accuracy at each depth over every sample, not only those still alive.
 """
 
 from __future__ import annotations
@@ -36,14 +37,18 @@ class KeptCounts:
 
     horizon: int  # the longest horizon: every continuation has this many tokens
     counts: list[int] = field(default_factory=list)
-    matches: int = 0  # positions equal to the target's, over all samples
+    matches: list[int] = field(default_factory=list)  # per depth: samples whose token there is the target's
+
+    def __post_init__(self) -> None:
+        self.matches = self.matches or [0] * self.horizon
 
     def add(self, offline: Sequence[int], target: Sequence[int]) -> int:
         if len(target) != self.horizon or len(offline) < self.horizon:
             raise ValueError(f"expected {self.horizon} tokens, got {len(offline)} offline and {len(target)} target")
         k = kept_tokens(offline[: self.horizon], target)
         self.counts.append(k)
-        self.matches += sum(a == b for a, b in zip(offline, target, strict=False))
+        for d, (a, b) in enumerate(zip(offline, target, strict=False)):
+            self.matches[d] += a == b
         return k
 
     def mean_kept(self, h: int) -> float:
@@ -63,6 +68,7 @@ class KeptCounts:
         return [self.counts.count(k) for k in range(self.horizon + 1)]
 
     def summary(self, horizons: Sequence[int]) -> dict[str, Any]:
+        n = len(self.counts)
         return {
             "samples": len(self.counts),
             "kept": {str(h): self.mean_kept(h) for h in horizons},
@@ -71,7 +77,8 @@ class KeptCounts:
             "survival_by_depth": self.survival(),
             "conditional_by_depth": self.conditional(),
             "distribution": self.distribution(),
-            "token_accuracy": self.matches / (self.horizon * len(self.counts)) if self.counts else 0.0,
+            "token_accuracy": sum(self.matches) / (self.horizon * n) if n else 0.0,
+            "token_accuracy_by_depth": [m / n if n else 0.0 for m in self.matches],
         }
 
 

@@ -141,7 +141,42 @@ def test_every_draft_keeps_as_much_at_depth_one_with_or_without_the_target_state
         offline, fresh = methods[kind]["offline"], methods[kind]["with_target_state"]
         assert offline["samples"] == fresh["samples"] == 4
         assert offline["survival_by_depth"][0] == fresh["survival_by_depth"][0]
+        tokens = methods[kind]["with_target_tokens"]
+        assert tokens["distribution"] == offline["distribution"]  # the same chain until its first miss
+        assert tokens["token_accuracy_by_depth"][0] == offline["survival_by_depth"][0]
         assert methods[kind]["ms_per_offline_token"] > 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_fed_the_target_tokens_a_draft_predicts_its_own_chain_until_the_first_miss(
+    runner: TargetRunner, kind: str
+) -> None:
+    context = PROMPTS[0] + reference_answer(runner, PROMPTS[0], 4)
+    continuer = draft_continuer(runner, kind, seed=2)
+    continuer.begin(PROMPTS[0])
+    continuer.observe(context[:-1], commit(runner, runner.new_session(), context[:-1], continuer.needs))
+    offline = continuer.continue_after(context, 6)
+    miss = 2  # the "target" continuation: the draft's own chain, then other tokens from depth 3 on
+    target = offline[:miss] + [(t + 1) % 64 for t in offline[miss:]]
+
+    forced = continuer.with_target_tokens(context, target)
+
+    assert forced[: miss + 1] == offline[: miss + 1]  # up to and including the first miss: the same chain
+    assert forced[miss + 1 :] == step_by_step_through(continuer, context, target)[miss + 1 :]
+    assert continuer.continue_after(context, 6) == offline  # the diagnostic left no scratch behind
+
+
+@torch.inference_mode()
+def step_by_step_through(continuer: DraftContinuer, context: list[int], chain: list[int]) -> list[int]:
+    """The draft's first choice after each token of [root, *chain[:-1]], stepped one at a time."""
+    assert isinstance(continuer.drafter, NeuralDrafter)
+    model, position = continuer.drafter.model, len(context) - 1
+    state, out = model.initial_state(), []
+    for i, token in enumerate([context[-1], *chain[:-1]]):
+        logits, state = model.step(torch.tensor([token]), torch.tensor([position + i]), None, state)
+        out.append(int(model.parts.d2t[int(logits[0].argmax())]))
+    model.end_round()
+    return out
 
 
 def test_a_cut_is_skipped_where_the_answer_ends_before_the_horizon(runner: TargetRunner) -> None:

@@ -56,6 +56,7 @@ def test_token_accuracy_counts_matches_after_the_first_difference_too() -> None:
 
     assert counts.counts == [1]
     assert counts.summary((4,))["token_accuracy"] == 0.75
+    assert counts.summary((4,))["token_accuracy_by_depth"] == [1.0, 0.0, 1.0, 1.0]
 
 
 def test_a_continuation_shorter_than_the_horizon_is_refused() -> None:
