@@ -8,18 +8,25 @@
     remote_chat.py   RemoteChatEngine: the ChatEngine over RemoteEngine (and --api with Draftless)
     remote.py        RemoteEngine: the async API over prompt tokens (stream, generate, cancel)
     sync.py          EngineThread: the same for synchronous callers
-    generation.py    one generation: prefill, rounds drafting ahead, offline spells, repair
+    generation.py    one generation: start (cut back, prefill), then the phases below until a stop
+    online.py        online rounds: chains drafted ahead while the last is verified, or EAGLE-2 trees
+    spell.py         an offline spell: keep writing while the session reconnects (budgeted)
+    repair.py        a repair: verify the offline tokens, replace them from the first rejection
     api_generation.py  one generation decoded by the server alone, streamed
-    chain.py         DraftChain: an incremental draft chain that outlives a verification
     pacing.py        Pacer: the chain length for the measured round trip and acceptance
-    transcript.py    Transcript: confirmed and offline output, stop rules, token events
+    transcript.py    Transcript: confirmed and offline output, stop rules, token events; Scribe:
+                     runs its verbs (the text) on a thread of their own, off the socket's loop
     text.py          Detokenizer: incremental UTF-8-safe text with offsets, stop strings
     progress.py      Progress: StatsUpdated during a generation, GenerationStats at its end
-    offline.py       what writes while offline: the draft alone, or a GGUF model
+    offline.py       what writes while offline: the draft alone (its core chain), or a GGUF model
     session.py       VerifierSession: (re)connect, resume or replay, traffic
     link.py          Link: one WebSocket connection around the sans-I/O ClientProtocol
     errors.py        the engine's branch of the exception tree
     local_chat.py    LocalChatEngine: the ChatEngine with draft and target on this device (no network)
+
+The draft drafts through the core's :class:`~drafts.neural.drafter.NeuralDrafter` (chains grown
+on demand by :class:`~drafts.neural.chain.IncrementalChain`, ``--confidence`` chains, EAGLE-2
+trees): the same routine as ``moa-bench`` and the local engine.
 
 A chat UI needs only what is exported here: build a ClientDraft (or a Draftless client) and an
 EngineConfig, drive a RemoteChatEngine (see its module for an example), and render its events.

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor
 
 import torch
 
@@ -25,7 +26,7 @@ from app.engine.errors import LinkDownError, VerifierRefusedError
 from app.engine.events import EngineEvent, Finished, LinkLost, LinkRestored, StatsUpdated
 from app.engine.progress import Progress
 from app.engine.session import VerifierSession
-from app.engine.transcript import Transcript
+from app.engine.transcript import Scribe, Transcript
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.stopping import StopReason
 from drafts.errors import ErrorCode
@@ -41,9 +42,11 @@ class ApiGeneration:
         decode: DecodeConfig,
         client: Draftless,
         session: VerifierSession,
+        text: Executor,
         emit: Callable[[EngineEvent], None],
     ) -> None:
-        self.transcript = Transcript.begin(prompt, decode, client.stop_ids, client.decode, emit)
+        self.scribe = Scribe(text, emit)  # the parts' text is decoded on the text thread, off the loop
+        self.transcript = Transcript.begin(prompt, decode, client.stop_ids, client.decode, self.scribe.buffer)
         self.decode, self.client, self.session, self.emit = decode, client, session, emit
         self.progress = Progress(self.transcript, session)
         self.reconnect_s = max(session.config.link.connect_timeout_s, session.config.offline_wait_s)
@@ -59,6 +62,7 @@ class ApiGeneration:
 
     def finish(self, stop: StopReason | None = None) -> Finished:
         """The Finished event (emitted, after a last StatsUpdated); ``stop`` overrides (CANCELLED)."""
+        self.scribe.settle()
         if stop is not None:
             self.transcript.stop = stop
         self.emit(self.stats())
@@ -91,14 +95,21 @@ class ApiGeneration:
             return
         stops = torch.tensor(sorted(self.client.stop_ids), dtype=torch.int64)
         request = Generate(0, t.root, left, stops, self.decode.sampling)
-        reply = await self.session.ask(request, self._show)
-        assert isinstance(reply, Generated)
-        self._show(reply)
+        try:
+            reply = await self.session.ask(request, self._show)
+            assert isinstance(reply, Generated)
+            self._show(reply)
+        finally:
+            await self.scribe.drain()  # every part shown (and a stop string found) before going on
         if t.stop is None and len(t.context) >= self.session.capabilities.max_context:
             t.stop = StopReason.CONTEXT
 
     def _show(self, part: Generated) -> None:
-        for token in part.tokens.tolist():
+        """A part arrived (on the loop): its tokens are shown from the text thread, in order."""
+        self.scribe.post(self._show_now, part.tokens.tolist())
+
+    def _show_now(self, tokens: list[int]) -> None:
+        for token in tokens:
             if self.transcript.stop is not None:
                 return  # a stop string ended the output: the rest of this stream is dropped
             self.progress.forwards += 1

@@ -24,8 +24,9 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 import torch
 
-from app.engine.chain import DraftChain
 from drafts.errors import ConfigError, ModelLoadError
+from drafts.neural.chain import ChainPolicy
+from drafts.neural.drafter import NeuralDrafter
 from drafts.sampling import SamplingConfig, choose
 
 T = TypeVar("T")
@@ -51,13 +52,15 @@ class OfflineContinuation(Protocol):
 
 
 class DraftContinuation:
-    """The draft alone: grows the draft's chain, which the engine aligned with the offline tokens."""
+    """The draft alone: grows the draft's chain (the core's, as online), aligned with the offline tokens."""
 
     name = "draft"
 
-    def __init__(self, chain: DraftChain, work: Work) -> None:
-        self.chain = chain
+    def __init__(self, drafter: NeuralDrafter, work: Work, policy: ChainPolicy, generator: Any) -> None:
+        self.drafter = drafter
         self.work = work
+        self.policy = policy  # the generation's: its sampling (a chain continued from online keeps its own)
+        self.generator = generator
 
     def follow(self, context: list[int]) -> None:
         pass  # the draft follows the context anyway: it observes every verified token
@@ -69,19 +72,21 @@ class DraftContinuation:
         after it in ``context`` becomes the chain's start if it is not already: a spell that cut a
         repair short, or an answer begun offline after a new message the verifier never saw.
         """
-        chain = self.chain
-        if chain.observed == 0 or chain.observed >= len(context):
+        drafter = self.drafter
+        if drafter.observed == 0 or drafter.observed >= len(context):
             return []
-        root, shown = context[chain.observed], context[chain.observed + 1 :]
-        if chain.root != root or chain.tokens[: len(shown)] != shown:
-            await self.work(chain.adopt, root, list(shown), [])
+        root, shown = context[drafter.observed], context[drafter.observed + 1 :]
+        chain = drafter.chain
+        if chain is None or chain.root != root or chain.tokens[: len(shown)] != shown:
+            chain = await self.work(drafter.start_chain, root, self.policy, self.generator, shown)
         return chain.tokens[len(shown) :]
 
     async def next_token(self, context: list[int], sampling: SamplingConfig) -> int | None:
-        if self.chain.observed == 0:
+        chain = self.drafter.chain
+        if self.drafter.observed == 0 or chain is None:
             return None  # the draft has seen no target state yet: it cannot write
-        tokens: list[int] = await self.work(self.chain.grow, 1, False)  # offline, confidence does not stop it
-        self.chain.q[-1] = None  # offline tokens are verified as deterministic proposals: no (V,) q kept
+        tokens: list[int] = await self.work(chain.grow, 1, False)  # offline, confidence does not stop it
+        chain.q[-1] = None  # offline tokens are verified as deterministic proposals: no q kept
         return tokens[0]
 
     def close(self) -> None:

@@ -5,9 +5,10 @@
             ...   # TokenGenerated, DraftRejected, LinkLost, Repaired, StatsUpdated, ..., Finished
         await engine.cancel()   # from another task: the stream ends with Finished(stop=CANCELLED)
 
-Two threads do the work: the event loop that owns the socket (it only moves bytes and decides),
-and one worker thread that runs the draft (and, offline, a local GGUF model has its own), so the
-keepalive pings are answered while the models compute. For synchronous callers,
+Three threads do the work: the event loop that owns the socket (it only moves bytes and decides),
+one worker thread that runs the draft (and, offline, a local GGUF model has its own), and one that
+turns tokens into text (:class:`~app.engine.transcript.Scribe`), so the keepalive pings are
+answered while the models compute and the text is decoded. For synchronous callers,
 :class:`app.engine.sync.EngineThread` runs this on a loop of its own. One generation at a time;
 the connection (and the server's session) lasts from ``open`` to ``close``, and each generation
 keeps what the last one left in the verifier and the draft (the longest common prefix of the
@@ -29,14 +30,13 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from app.engine.api_generation import ApiGeneration
-from app.engine.chain import DraftChain
 from app.engine.client_draft import ClientDraft
 from app.engine.config import EngineConfig
 from app.engine.draftless import Draftless
 from app.engine.errors import LinkDownError
 from app.engine.events import EngineEvent, Finished
 from app.engine.generation import Generation
-from app.engine.offline import DraftContinuation, GGUFContinuation, OfflineContinuation
+from app.engine.offline import GGUFContinuation
 from app.engine.session import VerifierSession
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.stopping import StopReason
@@ -52,9 +52,9 @@ class RemoteEngine:
         self.config = config
         self.draft = draft
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="moa-draft")
+        self._text = ThreadPoolExecutor(1, thread_name_prefix="moa-text")  # detokenizing, off the loop
         self._session: VerifierSession | None = None
         self._gguf: GGUFContinuation | None = None
-        self._chain: DraftChain | None = None  # the draft's state, kept from one generation to the next
         self._put: Callable[[Any], None] = _ignore  # the running stream's queue, while one runs
         self._listeners: list[Callable[[EngineEvent], None]] = []
         self._busy = asyncio.Lock()
@@ -105,6 +105,7 @@ class RemoteEngine:
             await self.work(self._gguf.close)
             self._gguf = None
         self._worker.shutdown(wait=False, cancel_futures=True)
+        self._text.shutdown(wait=False, cancel_futures=True)
 
     def forget(self) -> None:
         """The next generation keeps nothing from the last (the verifier is rewound to 0, the draft
@@ -194,25 +195,13 @@ class RemoteEngine:
         if forget:
             session.forget()
         if isinstance(self.draft, Draftless):
-            return ApiGeneration(prompt, decode, self.draft, session, self.publish)
-        chain = await self.work(self._next_chain, decode, forget)
-        offline: OfflineContinuation = self._gguf or DraftContinuation(chain, self.work)
-        return Generation(prompt, decode, self.config, self.draft, session, chain, offline, self.work, self.publish)
-
-    def _next_chain(self, decode: DecodeConfig, forget: bool) -> DraftChain:
-        """On the worker: a chain for this generation's sampling (its own seeded generator) over the
-        draft's caches as the last generation left them (the next turn cuts them back to the prompt's
-        common prefix)."""
-        assert isinstance(self.draft, ClientDraft)
-        chain = DraftChain(self.draft.drafter.model, decode.sampling, decode.sampling.generator())
-        chain.min_confidence = decode.shape.min_confidence  # --confidence chains (0: off)
-        chain.q_top_k = self.config.q_top_k  # at T > 0: sample from, and send, the top-K proposal
-        if self._chain is not None and not forget:
-            chain.observed, chain.history = self._chain.observed, list(self._chain.history)
-        else:
-            chain.reset()
-        self._chain = chain
-        return chain
+            return ApiGeneration(prompt, decode, self.draft, session, self._text, self.publish)
+        drafter = self.draft.drafter  # its caches hold what the last generation left: the next turn cuts them back
+        if forget:
+            await self.work(drafter.begin, [])
+        return Generation(
+            prompt, decode, self.config, self.draft, session, self._gguf, self.work, self._text, self.publish
+        )
 
     async def _tick(self, generation: Generation | ApiGeneration) -> None:
         """StatsUpdated every ``stats_interval_s`` while the generation runs."""

@@ -6,7 +6,7 @@ going while the verifier works (drafting *ahead*), and offline for as long as th
 so the chain is incremental and outlives a call:
 
     grow(n)          draft up to n more tokens after the chain's last; fewer (and ``stalled``)
-                     where the draft's top probability falls below ``min_confidence`` (EAGLE-2's
+                     where the draft's top probability falls below the policy's ``min_confidence`` (EAGLE-2's
                      signal that acceptance is unlikely; decided *before* sampling, so a kept
                      token is still drawn from its q: lossless at T > 0)
     tokens, q        the drafted tokens and the proposal each was drawn from
@@ -20,7 +20,7 @@ observed tokens plus the chain as scratch; the drafter drops the chain (``live``
 when it observes, truncates or drafts a tree. Positions: the root at ``position``, drafted token
 i at ``position + 1 + i``.
 
-What each token keeps of its proposal (``q_top_k``):
+What each token keeps of its proposal (:class:`ChainPolicy`'s ``q_top_k``):
 
     T = 0          nothing (None): greedy tokens are verified as deterministic proposals
     q_top_k = 0    the full distribution over the target vocabulary, (V,) float32 (in-process
@@ -32,6 +32,7 @@ What each token keeps of its proposal (``q_top_k``):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -44,6 +45,15 @@ from drafts.tree import DraftTree
 Proposal = SparseProposal | torch.Tensor | None  # one drafted token's q: top-K, full (V,), or none (greedy)
 
 
+@dataclass(frozen=True)
+class ChainPolicy:
+    """How a chain chooses its tokens and what it keeps of their proposals."""
+
+    sampling: SamplingConfig  # the transform the target's p goes through too (greedy at T = 0)
+    min_confidence: float = 0.0  # stop where the draft's top probability is below this (0: off)
+    q_top_k: int = 0  # at T > 0: sample from (and keep) the top-K proposal; 0: the full one
+
+
 class IncrementalChain:
     """One chain below ``root``; see the module docstring. Not thread-safe."""
 
@@ -52,18 +62,14 @@ class IncrementalChain:
         model: NeuralDraft,
         root: int,
         position: int,
-        sampling: SamplingConfig,
+        policy: ChainPolicy,
         generator: torch.Generator | None,
-        min_confidence: float = 0.0,
-        q_top_k: int = 0,
     ) -> None:
         self.model = model
         self.root = root
         self.position = position
-        self.sampling = sampling
+        self.policy = policy
         self.generator = generator
-        self.min_confidence = min_confidence  # stop where the draft's top probability is below this (0: off)
-        self.q_top_k = q_top_k  # at T > 0: sample from (and keep) the top-K proposal; 0: the full one
         self.tokens: list[int] = []  # drafted below the root, in order
         self.q: list[Proposal] = []  # the proposal of each drafted token
         self.stalled = False  # the chain reached a position below min_confidence: it grows no further
@@ -82,7 +88,8 @@ class IncrementalChain:
             if self.stalled and confident_only:
                 break
             logits = self._predict()
-            if confident_only and self.min_confidence and _confidence(logits) < self.min_confidence:
+            floor = self.policy.min_confidence
+            if confident_only and floor and _confidence(logits) < floor:
                 self.stalled = True
                 break
             token, q = self._choose(logits)
@@ -130,13 +137,13 @@ class IncrementalChain:
 
     def _choose(self, logits: torch.Tensor) -> tuple[int, Proposal]:
         """(target token id, the proposal it was drawn from) under this chain's sampling."""
-        parts = self.model.parts
-        if self.sampling.greedy:
+        parts, policy = self.model.parts, self.policy
+        if policy.sampling.greedy:
             return int(parts.d2t[int(logits.argmax())]), None
-        q = logits_to_probs(logits, self.sampling)  # (Dv,) the transform the target's p goes through
-        if self.q_top_k == 0:
+        q = logits_to_probs(logits, policy.sampling)  # (Dv,) the transform the target's p goes through
+        if policy.q_top_k == 0:
             return int(parts.d2t[int(sample(q, self.generator))]), parts.to_full_vocab(q)
-        proposal = truncate(q, self.q_top_k, torch.float16, ids=parts.d2t)  # target-vocabulary ids
+        proposal = truncate(q, policy.q_top_k, torch.float16, ids=parts.d2t)  # target-vocabulary ids
         return sample_sparse(proposal, self.generator), proposal
 
 

@@ -20,7 +20,7 @@ import torch
 
 from drafts.drafters.base import DraftShape
 from drafts.neural.base import NeuralDraft
-from drafts.neural.chain import IncrementalChain, Proposal
+from drafts.neural.chain import ChainPolicy, IncrementalChain, Proposal
 from drafts.neural.tree_search import dynamic_tree
 from drafts.sampling import SamplingConfig
 from drafts.target.activations import Activations
@@ -67,7 +67,8 @@ class NeuralDrafter:
         try:
             if shape.is_tree:
                 return self._tree(context[-1], position, shape)
-            chain = self._start(context[-1], position, cfg, generator, shape.min_confidence, self.q_top_k)
+            policy = ChainPolicy(cfg, shape.min_confidence, self.q_top_k)
+            chain = self._start(context[-1], position, policy, generator)
             chain.grow(shape.gamma)
             return chain.tree()
         finally:
@@ -76,16 +77,14 @@ class NeuralDrafter:
     def start_chain(
         self,
         root: int,
-        cfg: SamplingConfig,
+        policy: ChainPolicy,
         generator: torch.Generator | None,
-        min_confidence: float = 0.0,
-        q_top_k: int = 0,
         tokens: Sequence[int] = (),
         q: Sequence[Proposal] = (),
     ) -> IncrementalChain:
         """A new chain below ``root`` (the token after the observed ones), starting with ``tokens``
         chosen already (their proposals ``q``, or none); it becomes ``self.chain``."""
-        chain = self._start(root, self.observed, cfg, generator, min_confidence, q_top_k)
+        chain = self._start(root, self.observed, policy, generator)
         chain.follow(tokens, q)
         return chain
 
@@ -98,16 +97,10 @@ class NeuralDrafter:
 
     # -- internals ---------------------------------------------------------------------------
     def _start(
-        self,
-        root: int,
-        position: int,
-        cfg: SamplingConfig,
-        generator: torch.Generator | None,
-        min_confidence: float,
-        q_top_k: int,
+        self, root: int, position: int, policy: ChainPolicy, generator: torch.Generator | None
     ) -> IncrementalChain:
         self._drop()
-        self.chain = IncrementalChain(self.model, root, position, cfg, generator, min_confidence, q_top_k)
+        self.chain = IncrementalChain(self.model, root, position, policy, generator)
         return self.chain
 
     @torch.inference_mode()

@@ -104,7 +104,7 @@ def test_editing_turn_two_of_four_rewinds_to_where_it_differs() -> None:
         again, _ = await answer(engine, edited, GREEDY)
         follow = [*edited, Turn("assistant", again.text), Turn("user", "why")]
         then, _ = await answer(engine, follow, GREEDY)
-        draft_kept = engine.engine._chain.observed if engine.engine._chain is not None else -1
+        draft_kept = engine.engine.draft.drafter.observed
         await engine.close()
         return edited, held, [again, then], draft_kept, format_chat(TOKENIZER, follow)
 
