@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
-from app.engine.events import DraftRejected, EngineEvent, Repaired, Shown, TokenGenerated
-from app.engine.transcript import Transcript
+from app.engine.events import DraftRejected, EngineEvent, Finished, Repaired, Shown, TokenGenerated
+from app.engine.sync import EngineThread
+from app.engine.transcript import Scribe, Transcript
+from drafts.decoding.config import DecodeConfig
 from drafts.decoding.events import TokenSource
 from drafts.decoding.stopping import StopCondition, StopReason
+from tests.app.engine.scenario import PROMPT, SERVER_RUNNER, client_draft, engine_config
+from tests.app.engine.servers import ServerThread
 
 ACCEPTED, TARGET, OFFLINE = TokenSource.DRAFT_ACCEPTED, TokenSource.TARGET, TokenSource.OFFLINE
 
@@ -109,3 +117,49 @@ def test_a_stop_string_ends_the_output_with_the_token_that_completes_it() -> Non
     t.confirm_round([0, 1, 2], [], 3)
 
     assert t.stop is StopReason.STOP_STRING and t.confirmed == [0, 1, 2, 3] and t.answer == "abcd"
+
+
+def test_the_scribe_runs_the_verbs_on_its_thread_and_emits_their_events_on_the_loop_in_order() -> None:
+    emitted: list[tuple[str, EngineEvent]] = []
+    threads: list[str] = []
+
+    def letters(ids: Sequence[int]) -> str:
+        threads.append(threading.current_thread().name)
+        return "".join(chr(ord("a") + i % 26) for i in ids)
+
+    async def main() -> None:
+        with ThreadPoolExecutor(1, thread_name_prefix="moa-text") as text:
+            scribe = Scribe(text, lambda e: emitted.append((threading.current_thread().name, e)))
+            t = Transcript([1], StopCondition(20), letters, scribe.buffer)
+            await scribe.run(t.confirm_round, [4, 5], [], 6)
+            scribe.post(t.confirm_round, [], [9], 7)  # not awaited: emitted once it ran
+            scribe.post(t.confirm_round, [8], [], 9)
+            await scribe.drain()
+
+    asyncio.run(main())
+
+    assert threads and all(name.startswith("moa-text") for name in threads)
+    assert {name for name, _ in emitted} == {threading.current_thread().name}  # asyncio.run's loop: this thread
+    events = [e for _, e in emitted]
+    assert [e.token for e in events if isinstance(e, TokenGenerated)] == [4, 5, 6, 7, 8, 9]
+    assert shown(events).text == "efghij" and [type(e) for e in events].count(DraftRejected) == 1
+
+
+def test_a_generation_decodes_its_text_off_the_sockets_loop_and_the_events_spell_the_answer() -> None:
+    threads: set[str] = set()
+    draft = client_draft("eagle")
+
+    def decode(ids: Sequence[int]) -> str:
+        threads.add(threading.current_thread().name)
+        return draft.decode(ids)
+
+    with (
+        ServerThread(SERVER_RUNNER) as server,
+        EngineThread(engine_config(server.port), dataclasses.replace(draft, decode=decode)) as engine,
+    ):
+        events = list(engine.stream(PROMPT, DecodeConfig(max_new_tokens=16)))
+
+    finished = events[-1]
+    assert isinstance(finished, Finished) and len(finished.tokens) == 16
+    assert threads and all(name.startswith("moa-text") for name in threads)  # never "moa-engine-loop"
+    assert finished.text and shown(events).text == finished.text == draft.decode(list(finished.tokens))
