@@ -16,6 +16,8 @@ from torch import nn
 from drafts.nn.kv_cache import KVCache
 from drafts.nn.rope import apply_rope
 
+GQA_IN_SDPA = torch.torch_version.TorchVersion(torch.__version__) >= "2.5"  # scaled_dot_product_attention(enable_gqa)
+
 
 @dataclass(frozen=True)
 class BlockConfig:
@@ -75,9 +77,13 @@ class Attention(nn.Module):
         q = self.q_proj(x).view(B, T, self.cfg.heads, -1).transpose(1, 2)  # (B, nh, T, hs)
         q = apply_rope(q, *rope)
         groups = self.cfg.heads // self.cfg.kv_heads
-        if groups > 1:  # enable_gqa needs torch >= 2.5; repeat keeps torch 2.4 working
+        if groups == 1:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, nh, T, hs)
+        elif GQA_IN_SDPA:  # each query head reads its group's K/V in place: no copy of the whole cache per step
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)  # (B, nh, T, hs)
+        else:  # torch 2.4: repeat the K/V heads (the same numbers, bit for bit)
             k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)  # (B, nh, S, hs)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, nh, T, hs)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, nh, T, hs)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, -1))
 
 

@@ -6,32 +6,60 @@ import torch
 
 
 class KVCache:
-    """Keys and values (B, n_kv, T, hs) with their positions; grows by concatenation."""
+    """Keys and values (B, n_kv, T, hs) of the tokens seen so far; grows in place.
+
+    The buffers keep spare room, so an append copies only the new tokens (concatenating copied
+    the whole cache on every draft step); ``keys``/``values`` are prefix views of them, the same
+    numbers a concatenation gives. A truncated prefix is overwritten by the next append, so a
+    view taken before ``truncate`` must not be read after the next ``append``.
+    """
 
     def __init__(self) -> None:
-        self.keys: torch.Tensor | None = None
-        self.values: torch.Tensor | None = None
+        self._k: torch.Tensor | None = None  # (B, n_kv, capacity, hs)
+        self._v: torch.Tensor | None = None
+        self.length = 0
 
     @property
-    def length(self) -> int:
-        return 0 if self.keys is None else self.keys.shape[2]
+    def keys(self) -> torch.Tensor | None:
+        return None if self._k is None else self._k[:, :, : self.length]
+
+    @property
+    def values(self) -> torch.Tensor | None:
+        return None if self._v is None else self._v[:, :, : self.length]
 
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Add (B, n_kv, t, hs) keys/values; returns the whole cache."""
-        if self.keys is None or self.values is None:
-            self.keys, self.values = k, v
-        else:
-            self.keys = torch.cat([self.keys, k], dim=2)
-            self.values = torch.cat([self.values, v], dim=2)
-        return self.keys, self.values
+        end = self.length + k.shape[2]
+        if self._k is None or self._v is None or self._k.shape[2] < end or not _writable(self._k):
+            self._k, self._v = _grown(self._k, k, self.length, end), _grown(self._v, v, self.length, end)
+        self._k[:, :, self.length : end] = k
+        self._v[:, :, self.length : end] = v
+        self.length = end
+        return self._k[:, :, :end], self._v[:, :, :end]
 
     def truncate(self, length: int) -> None:
-        if self.keys is not None and self.values is not None and self.keys.shape[2] > length:
-            self.keys = self.keys[:, :, :length]
-            self.values = self.values[:, :, :length]
+        self.length = min(self.length, length)
 
     def reset(self) -> None:
-        self.keys = self.values = None
+        self._k = self._v = None
+        self.length = 0
+
+
+SPARE = 64  # positions of room added beyond what an append needs (at least; half the size once it is larger)
+
+
+def _grown(buffer: torch.Tensor | None, like: torch.Tensor, length: int, needed: int) -> torch.Tensor:
+    """A (B, n_kv, capacity >= needed, hs) buffer shaped after ``like`` holding ``buffer``'s first ``length``."""
+    B, n_kv, _, hs = like.shape
+    grown = like.new_empty(B, n_kv, needed + max(SPARE, needed // 2), hs)
+    if buffer is not None and length:
+        grown[:, :, :length] = buffer[:, :, :length]
+    return grown
+
+
+def _writable(buffer: torch.Tensor) -> bool:
+    """An inference-mode buffer cannot be written outside inference mode (a cache used both ways)."""
+    return not buffer.is_inference() or torch.is_inference_mode_enabled()
 
 
 def tail_causal_mask(new: int, past: int, device: torch.device) -> torch.Tensor | None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import torch
 
 
 def rope_tables(positions: torch.Tensor, head_dim: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
     """cos, sin for ``positions`` (...,) -> each (..., head_dim)."""
-    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=positions.device).float() / head_dim))
-    angles = positions.float()[..., None] * inv_freq  # (..., head_dim / 2)
+    angles = positions.float()[..., None] * inverse_frequencies(head_dim, theta, positions.device)  # (..., hd / 2)
     angles = torch.cat([angles, angles], dim=-1)  # (..., head_dim)
     return angles.cos(), angles.sin()
 
@@ -19,3 +20,11 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     half = x.shape[-1] // 2
     rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
     return x * cos + rotated * sin
+
+
+@lru_cache(maxsize=16)
+def inverse_frequencies(head_dim: int, theta: float, device: torch.device) -> torch.Tensor:
+    """(head_dim / 2,) theta^(-2i/d), computed once per (head_dim, theta, device): a draft step needs it
+    for every layer's tables. A normal tensor even when first asked for in inference mode."""
+    with torch.inference_mode(False):
+        return 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=device).float() / head_dim))
