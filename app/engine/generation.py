@@ -3,7 +3,8 @@
     start     (here) keep what the last generation left in the verifier and the draft (the longest
               common prefix with this prompt: a chat's next turn), Prefill the rest of the prompt
               but its newest token, take the vectors into the draft. A verifier that cannot be
-              reached starts the answer offline at once (if something can write).
+              reached starts the answer offline at once if something can write it, else the
+              generation fails at once (VerifierUnavailableError), not after a connect timeout.
     online    :mod:`app.engine.online`: chains drafted ahead while the last one is verified, or
               EAGLE-2 trees, until a stop or a dead link
     offline   :mod:`app.engine.spell`: the link died: keep writing (:mod:`app.engine.offline`)
@@ -28,7 +29,7 @@ from concurrent.futures import Executor
 
 from app.engine.client_draft import ClientDraft
 from app.engine.config import EngineConfig
-from app.engine.errors import LinkDownError, VerifierRefusedError
+from app.engine.errors import LinkDownError, VerifierRefusedError, VerifierUnavailableError
 from app.engine.events import EngineEvent, Finished, StatsUpdated
 from app.engine.link import Reply, Request
 from app.engine.offline import DraftContinuation, OfflineContinuation, Work
@@ -115,13 +116,7 @@ class Generation:
         history = self.transcript.history
         await self.work(self._cut_back, common_prefix(self.drafter.history, history))
         if not self.session.up:
-            try:  # one attempt (none if the last failed): an unreachable verifier starts the answer offline
-                if self.session.failed:
-                    raise LinkDownError(self.session.failed)
-                await self.session.connect()
-            except LinkDownError:
-                if self.drafter.observed or self.offline.name != "draft":
-                    raise
+            await self._connect()
         try:
             await self.session.start(history, self.take_prefilled, self.drafter.observed)
         except VerifierRefusedError as exc:
@@ -130,6 +125,24 @@ class Generation:
             await self.session.replay(history, self.take_prefilled)
         self.held = True
         self.offline.follow(self.transcript.context)
+
+    async def _connect(self) -> None:
+        """One attempt at the verifier. Unreachable: the answer starts offline (LinkDownError) if
+        something here can write it, else it fails at once (VerifierUnavailableError; the UI keeps
+        the message): the draft cannot write before it has seen any target state."""
+        can_write = self.drafter.observed > 0 or self.offline.name != "draft"
+        try:
+            if self.session.failed and can_write:  # the last attempt failed: no second wait, write at once
+                raise LinkDownError(self.session.failed)
+            await self.session.connect()
+        except LinkDownError as exc:
+            if can_write:
+                raise
+            raise VerifierUnavailableError(
+                f"no verifier at {self.config.link.url} ({exc}), and nothing here can write an answer without "
+                "one yet (the draft needs the target's state of a first exchange); start moa-server there, "
+                "check the URL, or give an offline model (--offline-model)"
+            ) from exc
 
     def _cut_back(self, keep: int) -> None:
         """On the worker: the draft keeps ``keep`` observed tokens (one that cannot cut back starts afresh)."""
