@@ -93,6 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@dataclass(frozen=True)
+class StepBenchConfig:
+    rounds: int = 15  # timed chains per prompt and draft
+    gamma: int = 4  # tokens per chain
+    flush_mb: int = 96  # buffer swept before a cold chain (larger than the L3 cache)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -101,7 +108,11 @@ def main(argv: list[str] | None = None) -> int:
         names = [m.strip() for m in args.method.split(",") if m.strip()]
         runner = TargetRunner(load_target(None, torch.device("cpu"), torch.float32))
         drafters = {name: drafter_spec(name).build(runner, []) for name in names}
-        result = run(runner, drafters, args)
+        prompts = [runner.format_chat(p.messages) for p in load_prompts(args.dataset, args.prompts)]
+        tokens = greedy_tokens(runner, args) if args.coverage_prompts else []
+        config = StepBenchConfig(args.rounds, args.gamma, args.flush_mb)
+        result = {"config": vars(args) | {"json": str(args.json)} | run_environment(runner)}
+        result["methods"] = run(runner, drafters, prompts, tokens, config)
     except MoaError as exc:
         print(f"draft_step: error: {exc}", file=sys.stderr)
         return 2
@@ -113,31 +124,32 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run(runner: TargetRunner, drafters: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+def run(
+    runner: TargetRunner,
+    drafters: dict[str, Any],
+    prompts: list[list[int]],
+    tokens: list[int],
+    config: StepBenchConfig,
+) -> dict[str, Any]:
+    """Time every draft on every prompt, taking turns; ``tokens``: target text for the coverage."""
     for name, drafter in drafters.items():
         if not isinstance(drafter, NeuralDrafter):
             raise ConfigError(f"{name!r} is not a trained draft; draft_step times trained drafts only")
-    prompts = [runner.format_chat(p.messages) for p in load_prompts(args.dataset, args.prompts)]
     times = {name: DraftTimes(name) for name in drafters}
-    flush = torch.zeros(args.flush_mb * 2**18)  # float32: 4 bytes each
-    shape = DraftShape(gamma=args.gamma)
+    flush = torch.zeros(config.flush_mb * 2**18)  # float32: 4 bytes each
+    shape = DraftShape(gamma=config.gamma)
+    names = list(drafters)
     for i, prompt in enumerate(prompts):
         context = [*prompt, 0]
         for drafter in drafters.values():
             context[-1] = prefill(runner, drafter, prompt)  # the target's first token: the chains' root
-        for r in range(args.rounds):
-            order = list(drafters)[(i + r) % len(drafters) :] + list(drafters)[: (i + r) % len(drafters)]
-            for name in order:
+        for r in range(config.rounds):
+            k = (i + r) % len(names)
+            for name in names[k:] + names[:k]:
                 time_round(drafters[name], context, shape, flush, times[name])
     overhead = {name: python_share(d, context, shape) for name, d in drafters.items()}
-    tokens = greedy_tokens(runner, args) if args.coverage_prompts else []
-    base = list(drafters)[0]
-    return {
-        "config": {**vars(args) | {"json": str(args.json), "checkpoint": args.checkpoint}, **run_environment(runner)},
-        "methods": {
-            name: summarise(times[name], times[base], overhead[name], drafters[name], tokens) for name in drafters
-        },
-    }
+    base = times[names[0]]
+    return {name: summarise(times[name], base, overhead[name], drafters[name], tokens) for name in drafters}
 
 
 def prefill(runner: TargetRunner, drafter: NeuralDrafter, prompt: list[int]) -> int:
