@@ -25,6 +25,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,7 +119,11 @@ class HorizonRun:
 
 
 def run_offline_horizon(
-    runner: TargetRunner, prompts: list[list[int]], continuers: list[Continuer], config: HorizonConfig, tick: Any = None
+    runner: TargetRunner,
+    prompts: list[list[int]],
+    continuers: list[Continuer],
+    config: HorizonConfig,
+    tick: Callable[[], object] | None = None,
 ) -> HorizonRun:
     """Every continuer at every cut of every prompt's greedy answer; see the module docstring."""
     H = config.horizon
