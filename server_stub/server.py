@@ -124,10 +124,6 @@ class VerifierServer:
             kv_memory_mb=_kv_budget_mb(self.backend),
         )
 
-    async def serve_forever(self) -> None:
-        """Until ``close``."""
-        await self._closed.wait()
-
     async def close(self) -> None:
         """Stop listening, close every connection (1001), forget the sessions, stop the worker."""
         if self._server is not None and not self._closed.is_set():

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
+from typing import IO
 
 import pytest
 
 from server_stub.cli import backend_config, build_parser, config_from, main
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_flags_become_the_server_config(tmp_path: Path) -> None:
@@ -63,3 +70,45 @@ def test_an_open_host_without_a_token_exits_2_before_loading_anything(capsys: py
     record = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
     assert code == 2
     assert record["event"] == "server.error" and "--token-file" in record["error"]
+
+
+def test_the_program_ends_right_after_its_clean_close_without_the_interpreters_teardown(tmp_path: Path) -> None:
+    """SIGTERM: the server closes cleanly, then the process ends (exit 0) without running the interpreter's
+    teardown, which for a real target is seconds of garbage collection (an atexit hook stands in for it here and
+    leaves a mark if it runs). The demo gives its verifier 1 s after SIGTERM before a SIGKILL."""
+    teardown_ran = tmp_path / "teardown-ran"
+    program = textwrap.dedent(
+        f"""
+        import atexit, pathlib
+        import server_stub.cli as cli
+        from tests.server_stub.serving import tiny_backend
+        cli.load_backend = lambda config: tiny_backend()
+        atexit.register(pathlib.Path({str(teardown_ran)!r}).touch)
+        raise SystemExit(cli.main())
+        """
+    )
+    server = subprocess.Popen(
+        [sys.executable, "-c", program, "--port", "0"], cwd=ROOT, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stderr is not None
+        events = [json.loads(line)["event"] for line in _lines_until(server.stderr, "server.start")]
+        server.send_signal(signal.SIGTERM)
+        _, rest = server.communicate(timeout=60)  # a hang guard, not a measure
+    finally:
+        server.kill()
+    events += [json.loads(line)["event"] for line in rest.splitlines() if line.startswith("{")]
+
+    assert server.returncode == 0  # it ended by itself (a SIGKILL reads -9)
+    assert events[-2:] == ["server.signal", "server.stop"]  # closed cleanly first
+    assert not teardown_ran.exists()
+
+
+def _lines_until(stream: IO[str], event: str) -> list[str]:
+    lines = []
+    for line in stream:
+        if line.startswith("{"):
+            lines.append(line)
+            if json.loads(line)["event"] == event:
+                return lines
+    raise AssertionError(f"the server ended before {event}: {lines}")

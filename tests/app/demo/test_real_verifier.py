@@ -23,4 +23,6 @@ def test_the_real_verifier_starts_behind_the_shaper_and_stops_without_a_trace() 
     assert pid is not None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+    # It ended by itself on SIGTERM, within the quit grace: a SIGKILL after the grace reads -9.
+    assert demo.status.state is VerifierState.STOPPED and demo.status.exit_code == 0
     assert messages[0].startswith("starting the verifier") and "ready after" in messages[-1]
