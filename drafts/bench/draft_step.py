@@ -32,7 +32,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from drafts.bench.cli import register_checkpoints
+from drafts.bench.cli import fitting_prompts, register_checkpoints
 from drafts.bench.environment import run_environment
 from drafts.data.prompts import load_prompts
 from drafts.decoding.autoregressive import generate_autoregressive
@@ -108,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         names = [m.strip() for m in args.method.split(",") if m.strip()]
         runner = TargetRunner(load_target(None, torch.device("cpu"), torch.float32))
         drafters = {name: drafter_spec(name).build(runner, []) for name in names}
-        prompts = [runner.format_chat(p.messages) for p in load_prompts(args.dataset, args.prompts)]
         tokens = greedy_tokens(runner, args) if args.coverage_prompts else []
+        prompts, _ = fitting_prompts(runner, load_prompts(args.dataset), args.prompts, 2 * args.gamma)
         config = StepBenchConfig(args.rounds, args.gamma, args.flush_mb)
         result = {"config": vars(args) | {"json": str(args.json)} | run_environment(runner)}
         result["methods"] = run(runner, drafters, prompts, tokens, config)
@@ -204,11 +204,12 @@ def python_share(drafter: NeuralDrafter, context: list[int], shape: DraftShape, 
 
 
 def greedy_tokens(runner: TargetRunner, args: argparse.Namespace) -> list[int]:
-    """The target's greedy answers to the first ``--coverage-prompts`` prompts (the text drafts face)."""
+    """The target's greedy answers to the first ``--coverage-prompts`` prompts that fit (the text drafts face)."""
     config = DecodeConfig(args.coverage_tokens, GREEDY, DraftShape(gamma=1))
+    prompts, _ = fitting_prompts(runner, load_prompts(args.dataset), args.coverage_prompts, args.coverage_tokens)
     tokens: list[int] = []
-    for prompt in load_prompts(args.dataset, args.coverage_prompts):
-        tokens += generate_autoregressive(runner, runner.format_chat(prompt.messages), config).tokens
+    for prompt in prompts:
+        tokens += generate_autoregressive(runner, prompt, config).tokens
     return tokens
 
 
