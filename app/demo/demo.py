@@ -31,7 +31,8 @@ from drafts.net.link import preset
 from drafts.net.shaper_thread import ShaperThread
 
 HOST = "127.0.0.1"
-QUIT_GRACE_S = 1.0  # on quit the demo's own verifier has nothing to save: SIGKILL it after this long
+QUIT_GRACE_S = 1.0  # on quit the demo's own verifier has nothing to save: SIGKILL it after this long (it ends
+# by itself ~0.1 s after SIGTERM: moa-server skips the interpreter's teardown, see server_stub.cli)
 
 
 @dataclass(frozen=True)
