@@ -75,7 +75,7 @@ class ChainRounds:
     async def run(self, gamma: int) -> None:
         g, t = self.g, self.g.transcript
         root = t.root
-        await self.catch_up(None, root)
+        await self.catch_up(root)
         await self.grow(gamma)
         sent, q = self.drafted(gamma)
         late: CatchUp | None = None
@@ -96,7 +96,7 @@ class ChainRounds:
                 t.counts.drafted_ahead += 1
                 continue
             late = None
-            await self.catch_up(CatchUp(committed, reply, root, ahead, ahead_q), root)
+            await self.catch_up(root, CatchUp(committed, reply, root, ahead, ahead_q))
             await self.grow(gamma_next - len(ahead))
             sent, q = self.drafted(gamma_next)
 
@@ -112,7 +112,7 @@ class ChainRounds:
         reply_task = asyncio.create_task(g.ask(request))
         try:
             if late is not None:
-                await self.catch_up(late, late.root)
+                await self.catch_up(late.root, late)
             await self.draft_ahead(reply_task, len(sent))
             reply = await reply_task
         finally:
@@ -121,9 +121,9 @@ class ChainRounds:
         g.verified(len(sent), reply, time.perf_counter() - started)
         return reply
 
-    async def catch_up(self, late: CatchUp | None, root: int) -> None:
-        """The draft takes in ``late``'s vectors (if any) and starts a chain below ``root`` from the
-        tokens drafted ahead past it."""
+    async def catch_up(self, root: int, late: CatchUp | None = None) -> None:
+        """A chain below ``root``: the draft first takes in ``late``'s vectors (if any), and the chain
+        starts from the tokens drafted ahead past it."""
 
         def on_worker() -> IncrementalChain:
             if late is None:
