@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import importlib.metadata
 import importlib.util
-import logging
 import os
 import signal
 import sys
@@ -35,6 +34,7 @@ from app.launch import launch, needs_demo
 from app.settings import OPTIONS, Settings, load_settings
 from drafts.errors import ConfigError, MoaError
 from drafts.locations import cache_dir, config_file
+from drafts.program_exit import leave
 
 PROG = "moa-chat"
 MODE_FLAGS = ("demo", "local", "api")
@@ -109,16 +109,6 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         leave(code)
     return code
-
-
-def leave(code: int) -> None:
-    """End the process now: everything of ours is closed (the demo stopped, the store closed), and
-    the interpreter's own teardown (freeing torch and llama.cpp) takes seconds a user would wait for."""
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
 
 
 def run(argv: list[str] | None = None) -> int:

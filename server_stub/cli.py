@@ -1,24 +1,22 @@
 """``moa-server``: load the target (and the MoA server part), then serve until SIGINT/SIGTERM.
 
 On a signal the server closes cleanly (connections closed, sessions forgotten, the worker
-stopped, the logs flushed) and the program then ends at once (:func:`leave`): the interpreter's
-own teardown of the target's heap, a full garbage collection over millions of torch and
-transformers objects, took 10.7 s on a loaded core, so ``moa-chat --demo`` (which gives its
-verifier 1 s after SIGTERM) had to SIGKILL it on every quit.
+stopped, the logs flushed) and the program then ends at once (:mod:`drafts.program_exit`): the
+interpreter's own teardown of the target's heap, a full garbage collection over millions of
+torch and transformers objects, took 10.7 s on a loaded core, so ``moa-chat --demo`` (which
+gives its verifier 1 s after SIGTERM) had to SIGKILL it on every quit.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
-import os
 import signal
-import sys
 from pathlib import Path
 
 from drafts.errors import MoaError
+from drafts.program_exit import leave
 from drafts.target.device import DEVICE_CHOICES, default_dtype, resolve_device
 from drafts.target.loading import load_target
 from drafts.target.runner import TargetRunner
@@ -141,16 +139,6 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         leave(code)
     return code
-
-
-def leave(code: int) -> None:
-    """End the process now: the server has closed and nothing of ours is left to finalise; skip the
-    interpreter's teardown (seconds of garbage collection over the target's heap, see the module docstring)."""
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
 
 
 def run(argv: list[str] | None = None) -> int:

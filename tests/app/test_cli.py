@@ -85,7 +85,7 @@ def test_a_config_file_given_by_flag_must_exist(own_homes: Path) -> None:
         (["--headless"], "--headless needs --prompt"),
         (["--headless", "--prompt", "x", "--local", "--link-after", "5:lan"], "--link-after switches the demo's link"),
         (["--headless", "--prompt", "x", "--link-after", "soon"], "--link-after takes N:PRESET"),
-        (["--headless", "--prompt", "x", "--draft", "/no/such/checkpoint"], "not a draft checkpoint"),
+        (["--headless", "--prompt", "x", "--draft", "/no/such/checkpoint"], "no draft checkpoint at"),
         (["--headless", "--prompt", "x", "--local", "--target", "/x/other.gguf"], "no moa draft is shipped"),
         (["--headless", "--prompt", "x", "--server", "http://h"], "server = 'http://h' is not allowed"),
     ],
