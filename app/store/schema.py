@@ -53,6 +53,8 @@ def migrate(conn: sqlite3.Connection) -> int:
         raise NewerSchemaError(f"schema version {found}, this moa-chat knows up to {VERSION}")
     for number in range(found, VERSION):
         with transaction(conn):  # the migration and its version bump land together
+            if version(conn) != number:
+                continue  # another process (a second moa-chat) ran this step between our read and our lock
             for statement in _statements(MIGRATIONS[number]):
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {number + 1}")
