@@ -33,11 +33,14 @@ class ClientDraft:
     tokenizer: Any = None  # the target's tokenizer: renders a chat (drafts.target.chat.format_chat)
 
     @classmethod
-    def load(cls, checkpoint: Path, target: str | None = None, device: str = "auto") -> ClientDraft:
-        """The draft at ``checkpoint`` for ``target`` (default: the bundled SmolLM2) on ``device``."""
+    def load(
+        cls, checkpoint: Path, target: str | None = None, device: str = "auto", int8_on_cpu: bool = False
+    ) -> ClientDraft:
+        """The draft at ``checkpoint`` for ``target`` (default: the bundled SmolLM2) on ``device``;
+        ``int8_on_cpu``: int8 layers when that is a CPU (:func:`~drafts.neural.checkpoint.load_draft`)."""
         where = resolve_device(device)
         runner = TargetRunner(load_target(target, where, default_dtype(where)))
-        return cls.of(NeuralDrafter(load_draft(checkpoint, runner)), draft_id(checkpoint), runner)
+        return cls.of(NeuralDrafter(load_draft(checkpoint, runner, int8_on_cpu)), draft_id(checkpoint), runner)
 
     @classmethod
     def of(cls, drafter: NeuralDrafter, draft_id: str, runner: TargetRunner) -> ClientDraft:

@@ -73,7 +73,13 @@ def _local_engine(settings: Settings, progress: Progress) -> ChatEngine:
 
     draft = resolve_draft(settings.draft, settings.target)
     progress(f"the target and the draft load on {settings.device} when the chat opens")
-    config = LocalConfig(target=settings.target, draft=draft.kind, checkpoint=draft.checkpoint, device=settings.device)
+    config = LocalConfig(
+        target=settings.target,
+        draft=draft.kind,
+        checkpoint=draft.checkpoint,
+        device=settings.device,
+        int8_on_cpu=settings.draft_quantize == "int8",
+    )
     return LocalChatEngine(config)
 
 
@@ -102,7 +108,7 @@ def _remote_engine(settings: Settings, progress: Progress, url: str) -> ChatEngi
         client: Any = Draftless.of(TargetRunner(load_target(settings.target, where, default_dtype(where))))
     else:
         progress(f"loading the {draft.kind} draft ({draft.checkpoint.name}) on {settings.device}")
-        client = ClientDraft.load(draft.checkpoint, settings.target, settings.device)
+        client = ClientDraft.load(draft.checkpoint, settings.target, settings.device, settings.draft_quantize == "int8")
     engine = RemoteChatEngine(config, client)
     return Relabelled(engine, "demo") if settings.mode == "demo" else engine
 

@@ -26,6 +26,7 @@ class LocalConfig:
     checkpoint: Path | None = None  # the trained draft's checkpoint (None: the one shipped for the target)
     device: str = "auto"  # auto picks cuda, then mps, then cpu
     dtype: str = "auto"  # auto: fp32 on cpu (exactly ar at T = 0), bf16 on cuda, fp16 on mps
+    int8_on_cpu: bool = False  # a trained draft on a CPU in fp32 runs int8 layers (drafts.neural.checkpoint.load_draft)
     stats_interval_s: float = 0.5  # StatsUpdated about twice a second during a generation
 
     def __post_init__(self) -> None:
@@ -53,7 +54,7 @@ def load_drafter(config: LocalConfig, runner: TargetRunner) -> Drafter | None:
         from drafts.neural.checkpoint import load_draft
         from drafts.neural.drafter import NeuralDrafter
 
-        return NeuralDrafter(load_draft(config.checkpoint, runner), config.draft)
+        return NeuralDrafter(load_draft(config.checkpoint, runner, config.int8_on_cpu), config.draft)
     from drafts.drafters.registry import drafter_spec
 
     spec = drafter_spec(config.draft)

@@ -137,6 +137,14 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("token_file", "", "file holding the verifier's bearer token", '"" or a file path', lambda v: True, str),
     Option(
+        "draft_quantize",
+        "int8",
+        "int8: on a CPU the draft runs int8 layers (a drafted token costs ~1/3; MoA keeps its acceptance); none: fp32",
+        "int8 or none",
+        lambda v: v in ("int8", "none"),
+        str,
+    ),
+    Option(
         "draft",
         "moa",
         "the draft: moa, eagle, independent, none, or a checkpoint directory",

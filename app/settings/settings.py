@@ -34,6 +34,7 @@ class Settings:
     mode: str = BY_NAME["mode"].default
     server: str = BY_NAME["server"].default
     token_file: str = BY_NAME["token_file"].default
+    draft_quantize: str = BY_NAME["draft_quantize"].default
     draft: str = BY_NAME["draft"].default
     target: str = BY_NAME["target"].default
     device: str = BY_NAME["device"].default

@@ -14,6 +14,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
@@ -26,8 +27,10 @@ from drafts.target.loading import TargetFingerprint
 from drafts.target.runner import TargetRunner
 
 
-def load_draft(path: Path, runner: TargetRunner) -> NeuralDraft:
-    """Load a checkpoint for ``runner``'s target (refusing one trained for another)."""
+def load_draft(path: Path, runner: TargetRunner, int8_on_cpu: bool = False) -> NeuralDraft:
+    """Load a checkpoint for ``runner``'s target (refusing one trained for another). ``int8_on_cpu``:
+    on a CPU in float32, quantize its Linear layers and LM head to int8 (a drafted token costs about a
+    third; proposals change, verification does not, so T=0 output stays the target's)."""
     meta = read_meta(path)
     check_fingerprint(path, TargetFingerprint.from_dict(meta["target"]), runner.fingerprint)
     try:
@@ -46,7 +49,13 @@ def load_draft(path: Path, runner: TargetRunner) -> NeuralDraft:
         raise CheckpointError(
             f"{path}: weights do not match a {meta['kind']} draft (missing {missing}, unexpected {unexpected})"
         )
-    return apply_inference_options(path, model.to(device=runner.device, dtype=runner.dtype).eval(), meta)
+    model = apply_inference_options(path, model.to(device=runner.device, dtype=runner.dtype).eval(), meta)
+    if int8_on_cpu and runner.device.type == "cpu" and runner.dtype == torch.float32:
+        from drafts.neural.quantize import is_quantized, quantize_int8
+
+        if not is_quantized(model):
+            model = quantize_int8(model)
+    return model
 
 
 def apply_inference_options(path: Path, model: NeuralDraft, meta: dict[str, Any]) -> NeuralDraft:

@@ -73,3 +73,21 @@ def test_an_unknown_quantization_is_refused_with_the_known_one(tmp_path: Path) -
 
     with pytest.raises(CheckpointError, match=INT8):
         load_draft(tmp_path, runner)
+
+
+def test_a_client_asking_for_int8_on_a_cpu_gets_it_from_an_fp32_checkpoint(tmp_path: Path) -> None:
+    """moa-chat's ``draft_quantize = "int8"`` (the default): the shipped fp32 checkpoint, int8 on a CPU."""
+    runner = tiny_target_runner(tiny_llama(seed=0))
+    save_draft(tmp_path, random_draft("moa", runner, seed=1), runner.fingerprint, {"tokens": 1})
+
+    assert is_quantized(load_draft(tmp_path, runner, int8_on_cpu=True))
+    assert not is_quantized(load_draft(tmp_path, runner, int8_on_cpu=False))
+
+
+def test_int8_on_cpu_leaves_a_draft_in_another_dtype_as_it_is(tmp_path: Path) -> None:
+    """Only CPU float32 has int8 kernels: a bfloat16 run (or a GPU) keeps the checkpoint's own layers."""
+    runner = tiny_target_runner(tiny_llama(seed=0))
+    save_draft(tmp_path, random_draft("eagle", runner, seed=1), runner.fingerprint, {"tokens": 1})
+    runner.dtype = torch.bfloat16
+
+    assert not is_quantized(load_draft(tmp_path, runner, int8_on_cpu=True))
