@@ -21,13 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-import numpy as np
-import torch
-
-from drafts.errors import ConfigError, ModelLoadError
 from drafts.neural.chain import ChainPolicy
 from drafts.neural.drafter import NeuralDrafter
-from drafts.sampling import SamplingConfig, choose
+from drafts.sampling import SamplingConfig
+from drafts.target.gguf_model import GGUFModel
 
 T = TypeVar("T")
 Work = Callable[..., Awaitable[Any]]  # runs a function on the draft's worker thread
@@ -94,29 +91,13 @@ class DraftContinuation:
 
 
 class GGUFContinuation:
-    """A llama.cpp model on its own thread; see the module docstring."""
+    """A llama.cpp model (:class:`drafts.target.gguf_model.GGUFModel`) on its own thread; see the module docstring."""
 
     def __init__(self, path: Path, vocab_size: int, n_ctx: int = 4096, threads: int = 1) -> None:
-        try:
-            import llama_cpp
-        except ImportError as exc:  # an optional dependency of the offline mode only
-            raise ModelLoadError(
-                "--offline-model needs llama-cpp-python: pip install llama-cpp-python (or drop the option)"
-            ) from exc
+        self.model = GGUFModel(path, vocab_size, n_ctx, threads, instead="--offline-model none: the draft alone")
         self.name = f"gguf:{path.name}"
-        self._llama_cpp = llama_cpp
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="moa-offline")
-        # n_threads_batch too: its default (every core) spins against the draft on small machines.
-        self.llm = llama_cpp.Llama(
-            model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, verbose=False
-        )
-        if self.llm.n_vocab() != vocab_size:
-            self.close()
-            raise ConfigError(
-                f"the offline model {path.name} has a vocabulary of {self.llm.n_vocab()} tokens, the target "
-                f"{vocab_size}; use a GGUF of the target's own family (its tokens go to the verifier)"
-            )
         self.n_ctx = n_ctx
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="moa-offline")
         self._following: Any = None  # the last follow job, superseded by the next
 
     def follow(self, context: list[int]) -> None:
@@ -124,7 +105,7 @@ class GGUFContinuation:
             return
         if self._following is not None and not self._following.done():
             self._following.cancel()  # not started yet: the newer context covers it
-        self._following = self._thread.submit(self._evaluate, list(context))
+        self._following = self._thread.submit(self.model.logits_after, list(context))
 
     async def begin(self, context: list[int]) -> list[int]:
         return []
@@ -133,22 +114,8 @@ class GGUFContinuation:
         if len(context) >= self.n_ctx:
             return None
         loop = asyncio.get_running_loop()
-        logits = await loop.run_in_executor(self._thread, self._evaluate, list(context))
-        return choose(torch.from_numpy(logits), sampling, None)
+        return await loop.run_in_executor(self._thread, self.model.next_token, list(context), sampling, None)
 
     def close(self) -> None:
         self._thread.shutdown(wait=True, cancel_futures=True)
-        self.llm.close()
-
-    def _evaluate(self, context: list[int]) -> np.ndarray:
-        """(V,) float32 logits after ``context``, reusing the cached prefix it shares with the last call."""
-        cached = self.llm.input_ids[: self.llm.n_tokens].tolist()
-        common = 0
-        for a, b in zip(cached, context[:-1], strict=False):  # keep at least the last token to evaluate
-            if a != b:
-                break
-            common += 1
-        self.llm.n_tokens = common  # the next eval drops the cache from here on
-        self.llm.eval(context[common:])
-        logits = self._llama_cpp.llama_get_logits_ith(self.llm.ctx, -1)
-        return np.ctypeslib.as_array(logits, shape=(self.llm.n_vocab(),)).copy()
+        self.model.close()

@@ -5,8 +5,8 @@ writes while the verifier is unreachable; its tokens go to the verifier afterwar
 share the target's vocabulary. Successive contexts usually extend one another, so each call
 evaluates only what follows the prefix it shares with the tokens llama.cpp already holds.
 
-The same steps as the engine's ``GGUFContinuation`` (``app/engine/offline.py``), which runs them
-on its own thread; ``drafts`` cannot import ``app``, so the offline benchmark uses this one.
+Used by the engine's ``GGUFContinuation`` (``app/engine/offline.py``, which runs it on its own
+thread and keeps it warm while online) and by the offline-horizon benchmark.
 """
 
 from __future__ import annotations
@@ -25,12 +25,16 @@ from drafts.target.chat import common_prefix
 class GGUFModel:
     """One llama.cpp context; ``logits_after`` reuses the longest cached prefix."""
 
-    def __init__(self, path: Path, vocab_size: int, n_ctx: int = 4096, threads: int = 1) -> None:
+    def __init__(
+        self, path: Path, vocab_size: int, n_ctx: int = 4096, threads: int = 1, instead: str = "drop the gguf method"
+    ) -> None:
+        """``instead``: the caller's way to go on without llama.cpp, for the error when it is missing."""
         try:
             import llama_cpp
         except ImportError as exc:  # an optional dependency of the offline mode only
             raise ModelLoadError(
-                "a GGUF offline model needs llama-cpp-python: pip install llama-cpp-python (or drop the gguf method)"
+                f"the GGUF offline model {path.name} needs llama-cpp-python: "
+                f"pip install llama-cpp-python (or {instead})"
             ) from exc
         self.path = path
         self.n_ctx = n_ctx
