@@ -58,6 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--dtype", default="auto", choices=DTYPE_CHOICES, help="auto: float32 on CPU, bfloat16 on CUDA, float16 on MPS"
     )
+    p.add_argument(
+        "--packed-linear",
+        action="store_true",
+        help="CPU float32: the target's Linear layers with weights packed once for oneDNN (every method, ar too)",
+    )
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: torch's choice)")
     p.add_argument(
@@ -113,7 +118,12 @@ def main(argv: list[str] | None = None) -> int:
         config = parse_config(args)
         prompts = load_prompts(args.dataset)
         device = resolve_device(args.device)
-        runner = TargetRunner(load_target(args.target, device, resolve_dtype(args.dtype, device)))
+        loaded = load_target(args.target, device, resolve_dtype(args.dtype, device))
+        if args.packed_linear:
+            from drafts.target.packed_linear import pack_linear_layers
+
+            pack_linear_layers(loaded.model)
+        runner = TargetRunner(loaded)
         token_prompts, skipped = fitting_prompts(runner, prompts, args.limit, config.decode.max_new_tokens)
         result = _run(runner, token_prompts, config)
     except MoaError as exc:
