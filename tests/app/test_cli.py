@@ -223,6 +223,7 @@ def test_ctrl_c_or_sigterm_mid_answer_stops_the_demo_verifier(sig: signal.Signal
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
+        preexec_fn=default_sigint,  # a suite started in the background (`pytest &`) passes SIGINT on ignored
     )
     assert app.stderr is not None
     for line in app.stderr:  # until the verifier listens
@@ -237,6 +238,11 @@ def test_ctrl_c_or_sigterm_mid_answer_stops_the_demo_verifier(sig: signal.Signal
     assert code == 130, f"exit code {code}; stderr ends: {stderr[-2000:]}"
     assert "Traceback" not in stderr
     assert not set(verifiers) & set(verifiers_after(verifiers)), "the demo's verifier outlived the app"
+
+
+def default_sigint() -> None:
+    """In the child before exec: Ctrl+C's default, so that Python installs its KeyboardInterrupt handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def verifiers_after(verifiers: list[int], deadline_s: float = 10.0) -> list[int]:
