@@ -12,7 +12,6 @@ target and the shipped MoA checkpoint's compressor; the drafts and the link shap
 from __future__ import annotations
 
 import argparse
-import json
 import socket
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from app.bench.chats import load_chats
 from app.bench.remote import RemoteBenchConfig, draft_kind, run_remote_benchmark
 from app.engine.client_draft import ClientDraft
 from drafts.bench.environment import run_environment
+from drafts.bench.report import write_json
 from drafts.data.prompts import load_prompts
 from drafts.drafters.base import DraftShape
 from drafts.errors import ConfigError, MoaError
@@ -118,9 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"config": _describe(args, config, runner, len(prompts)), **result}
     print(format_table(result))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2))
-        print(f"wrote {args.json}", file=sys.stderr)
+        write_json(args.json, result)
     return 0
 
 

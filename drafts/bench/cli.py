@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from tqdm import tqdm
 from drafts.bench.benchmark import BenchConfig, run_benchmark
 from drafts.bench.environment import run_environment
 from drafts.bench.methods import PLAIN_METHODS
-from drafts.bench.report import format_table
+from drafts.bench.report import format_table, write_json
 from drafts.data.prompts import BenchPrompt, load_prompts
 from drafts.decoding.config import DecodeConfig
 from drafts.drafters.base import DraftShape
@@ -132,9 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     result["config"] = _describe(args, config, runner, len(token_prompts)) | {"skipped_prompts": skipped}
     print(format_table(result))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"config": result["config"], "methods": result["methods"]}, indent=2))
-        print(f"wrote {args.json}", file=sys.stderr)
+        write_json(args.json, {"config": result["config"], "methods": result["methods"]})
     return 0
 
 

@@ -21,7 +21,6 @@ drafts taking turns within every round so that ratios survive a noisy, shared co
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -34,6 +33,7 @@ from torch import nn
 
 from drafts.bench.cli import fitting_prompts, register_checkpoints
 from drafts.bench.environment import run_environment
+from drafts.bench.report import write_json
 from drafts.data.prompts import load_prompts
 from drafts.decoding.autoregressive import generate_autoregressive
 from drafts.decoding.config import DecodeConfig
@@ -118,9 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(format_table(result))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2))
-        print(f"wrote {args.json}", file=sys.stderr)
+        write_json(args.json, result)
     return 0
 
 

@@ -22,7 +22,6 @@ the draft's accuracy at each offline depth over every sample).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -45,6 +44,7 @@ from drafts.bench.offline_continuation import (
     union_needs,
 )
 from drafts.bench.offline_stats import KeptCounts
+from drafts.bench.report import write_json
 from drafts.data.prompts import load_prompts
 from drafts.decoding.autoregressive import generate_autoregressive
 from drafts.decoding.config import DecodeConfig
@@ -301,9 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"config": _describe(args, config, runner, len(prompts), skipped, path)} | run.to_json()
     print(format_table(result))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2))
-        print(f"wrote {args.json}", file=sys.stderr)
+        write_json(args.json, result)
     return 0
 
 

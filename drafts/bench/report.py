@@ -1,7 +1,10 @@
-"""The human-readable table moa-bench prints."""
+"""The human-readable table moa-bench prints, and the JSON file its runs write."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
 from typing import Any
 
 COLUMNS = (
@@ -58,3 +61,10 @@ def _cell(value: Any, fmt: str) -> str:
     if isinstance(value, bool):
         return "yes" if value else "NO"
     return fmt.format(value)
+
+
+def write_json(path: Path, result: dict[str, Any]) -> None:
+    """A run's result as indented JSON at ``path`` (its folder made as needed), said on stderr."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2))
+    print(f"wrote {path}", file=sys.stderr)

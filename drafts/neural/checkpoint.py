@@ -14,7 +14,6 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
@@ -49,23 +48,23 @@ def load_draft(path: Path, runner: TargetRunner, int8_on_cpu: bool = False) -> N
         raise CheckpointError(
             f"{path}: weights do not match a {meta['kind']} draft (missing {missing}, unexpected {unexpected})"
         )
-    model = apply_inference_options(path, model.to(device=runner.device, dtype=runner.dtype).eval(), meta)
-    if int8_on_cpu and runner.device.type == "cpu" and runner.dtype == torch.float32:
-        from drafts.neural.quantize import is_quantized, quantize_int8
-
-        if not is_quantized(model):
-            model = quantize_int8(model)
-    return model
+    model = model.to(device=runner.device, dtype=runner.dtype).eval()
+    return apply_inference_options(path, model, meta, int8_on_cpu)
 
 
-def apply_inference_options(path: Path, model: NeuralDraft, meta: dict[str, Any]) -> NeuralDraft:
+def apply_inference_options(
+    path: Path, model: NeuralDraft, meta: dict[str, Any], int8_on_cpu: bool = False
+) -> NeuralDraft:
     """What config.json's ``"inference"`` asks of a loaded draft (``drafts.neural.derive`` writes it):
-    ``{"quantize": "int8-dynamic"}`` quantizes its Linear layers and LM head rows."""
+    ``{"quantize": "int8-dynamic"}`` quantizes its Linear layers and LM head rows; ``int8_on_cpu``
+    asks the same of any draft that runs on a CPU in float32 (the client's choice, not the file's)."""
+    from drafts.neural.quantize import INT8, quantizable, quantize_int8
+
     quantize = meta.get("inference", {}).get("quantize")
+    if quantize is None and int8_on_cpu and quantizable(model):
+        quantize = INT8
     if quantize is None:
         return model
-    from drafts.neural.quantize import INT8, quantize_int8
-
     if quantize != INT8:
         raise CheckpointError(f"{path / CONFIG_FILE} asks for quantization {quantize!r}; this version knows {INT8!r}")
     return quantize_int8(model)

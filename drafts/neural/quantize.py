@@ -62,9 +62,15 @@ def _quantize_dynamic() -> Any:
     return quantize_dynamic
 
 
+def quantizable(model: NeuralDraft) -> bool:
+    """Whether int8 dynamic quantization has kernels for ``model``: its layers and its head on CPU, in float32."""
+    weights = [model.parts.head_weight, *model.parameters()]
+    return all(w.device.type == "cpu" and w.dtype == torch.float32 for w in weights)
+
+
 def _check_cpu(model: NeuralDraft) -> None:
     weight = model.parts.head_weight
-    if weight.device.type != "cpu" or weight.dtype != torch.float32:
+    if not quantizable(model):
         raise ConfigError(
             f"int8 dynamic quantization runs on CPU float32 drafts; this one is {weight.dtype} on {weight.device}: "
             "load it with --device cpu --dtype float32, or use the checkpoint it was derived from"

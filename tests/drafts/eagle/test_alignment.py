@@ -6,34 +6,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from drafts.eagle import model as eagle_model
 from drafts.eagle.alignment import aligned_mask
 from drafts.eagle.model import EagleDraft
 from drafts.neural.base import TrainBatch
 from drafts.target.activations import Activations
 from drafts.target.runner import TargetRunner
-from tests.tiny_drafts import committed, random_draft, tiny_llama, tiny_target_runner
+from tests.tiny_drafts import committed
 from tests.tiny_targets import random_tokens
 
 TOKENS = random_tokens(14, seed=11)
 ATOL = 1e-5
-
-
-@pytest.fixture(scope="module")
-def runner() -> TargetRunner:
-    return tiny_target_runner(tiny_llama(seed=0))
-
-
-@pytest.fixture(scope="module")
-def draft(runner: TargetRunner) -> EagleDraft:
-    model = random_draft("eagle", runner, seed=3)
-    assert isinstance(model, EagleDraft)
-    return model
-
-
-@pytest.fixture
-def no_noise(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(eagle_model, "NOISE", 0.0)
 
 
 def batch_of(runner: TargetRunner, tokens: list[int]) -> TrainBatch:

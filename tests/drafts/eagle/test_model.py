@@ -9,14 +9,13 @@ import pytest
 import torch
 from transformers import LlamaConfig
 
-from drafts.eagle import model as eagle_model
 from drafts.eagle.model import EagleDraft
 from drafts.neural.base import TrainBatch
 from drafts.neural.factory import build_draft, default_config
 from drafts.neural.target_parts import TargetParts
 from drafts.target.activations import Activations
 from drafts.target.runner import TargetRunner
-from tests.tiny_drafts import committed, random_draft, tiny_llama, tiny_target_runner
+from tests.tiny_drafts import committed
 from tests.tiny_targets import random_tokens
 
 PROMPT = random_tokens(10, seed=5)
@@ -31,23 +30,6 @@ SMOLLM2 = LlamaConfig(
     num_key_value_heads=3,
     head_dim=64,
 )
-
-
-@pytest.fixture(scope="module")
-def runner() -> TargetRunner:
-    return tiny_target_runner(tiny_llama(seed=0))
-
-
-@pytest.fixture(scope="module")
-def draft(runner: TargetRunner) -> EagleDraft:
-    model = random_draft("eagle", runner, seed=3)
-    assert isinstance(model, EagleDraft)
-    return model
-
-
-@pytest.fixture
-def no_noise(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(eagle_model, "NOISE", 0.0)
 
 
 def features(runner: TargetRunner, tokens: list[int]) -> torch.Tensor:
