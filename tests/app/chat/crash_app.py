@@ -8,6 +8,7 @@ test's witness of what the user had seen when the app was killed, however loaded
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -27,10 +28,12 @@ def main(argv: list[str]) -> int:
     store = ConversationStore.open(home / "conversations.sqlite3")
     app = MoaChatApp(engine, store, Settings(), None, home / "settings.toml", [])
     witness = home / "received"
+    draft = home / "received.part"
 
     def count(event: EngineEvent) -> None:
-        if isinstance(event, TokenGenerated):
-            witness.write_text(str(event.position + 1))
+        if isinstance(event, TokenGenerated):  # atomic: a SIGKILL mid-write must not leave it empty
+            draft.write_text(str(event.position + 1))
+            os.replace(draft, witness)
 
     engine.subscribe(count)
     app.call_later(lambda: app.chat.send("crash me"))
