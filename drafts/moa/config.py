@@ -23,29 +23,37 @@ class MoAConfig:
     tli_layers: int = 0  # Target Layer Inference N: the target's last N layers turn the output into logits
     lsa_layers: int = 0  # target layers LSA reads, evenly spaced, the last included (0: all L, the paper's)
     final_hidden: bool = False  # the memory also gets the target's final hidden state (EAGLE's feature), projected
+    # Training only (inference is the same function whatever they are; recorded so a run's masks are known):
+    period_min: int = 6  # verification period k ~ U{period_min..period_max} per sequence (official: 6..14);
+    period_max: int = 14  # depth d is trained on ~1/k of the response positions, so shorter k favours depth 1
+    depth0: bool = False  # official code: verified positions read their own target state (depths 0..k-1, not 1..k)
 
     def __post_init__(self) -> None:
         if not 0 <= self.tli_layers < self.target_layers:
             raise ConfigError(
                 f"--tli {self.tli_layers}: the target has {self.target_layers} layers; choose 0 <= N < that"
             )
+        if not 1 <= self.period_min <= self.period_max:
+            raise ConfigError(
+                f"--verify-period {self.period_min}-{self.period_max}: give LO-HI with 1 <= LO <= HI (official: 6-14)"
+            )
         if not 0 <= self.lsa_layers <= self.target_layers:
             raise ConfigError(
                 f"--lsa-layers {self.lsa_layers}: the target has {self.target_layers} layers; "
                 "choose 1 to that many (0: all of them)"
             )
-
-    def lsa_layer_indices(self) -> tuple[int, ...]:
-        """The target layers whose keys/values LSA reads: ``lsa_layers`` of them evenly spaced
-        over the depth, ending at the last layer (all L when ``lsa_layers`` is 0)."""
-        L, n = self.target_layers, self.lsa_layers or self.target_layers
-        return tuple(round((k + 1) * L / n) - 1 for k in range(n))
         for width, heads, kv in (
             (self.kv_width, self.lsa_heads, self.lsa_kv_heads),
             (self.hidden, self.heads, self.kv_heads),
         ):
             if width % heads or heads % kv:
                 raise ConfigError(f"width {width} with {heads} heads / {kv} kv heads does not divide evenly")
+
+    def lsa_layer_indices(self) -> tuple[int, ...]:
+        """The target layers whose keys/values LSA reads: ``lsa_layers`` of them evenly spaced
+        over the depth, ending at the last layer (all L when ``lsa_layers`` is 0)."""
+        L, n = self.target_layers, self.lsa_layers or self.target_layers
+        return tuple(round((k + 1) * L / n) - 1 for k in range(n))
 
     @classmethod
     def for_target(

@@ -118,7 +118,8 @@ class MoADraft(NeuralDraft):
         """(B, T, H) final hidden prediction, and with TLI the (B, T, H) predicted tail input."""
         assert batch.target_kv is not None, "MoA trains on the target's all-layer keys/values"
         B, T = batch.ids.shape
-        starts = verification_starts(batch.loss_mask, sample_periods(B, generator))  # (B, T)
+        periods = sample_periods(B, generator, (self.cfg.period_min, self.cfg.period_max))  # (B,)
+        starts = verification_starts(batch.loss_mask, periods, self.cfg.depth0)  # (B, T)
         p_stair = staircase_probability(progress) if self.cfg.staircase else 0.0
         stair = torch.rand(B, generator=generator) < p_stair  # (B,)
         rope = self._rope(torch.arange(T, device=batch.ids.device)[None])

@@ -6,6 +6,11 @@ A new run takes them as given; ``--init`` applies them to the starting checkpoin
 trained weights carry over: LSA's weights do not depend on how many layers it reads, the reused
 TLI layers are the target's own, and the final-hidden projection starts at zero, so the extended
 draft starts out as the old one for N = 0); ``--resume`` keeps what the run recorded.
+
+``--verify-period LO-HI`` and ``--depth0`` change only how training simulates verification (the
+official code's k ~ U{6..14}; its verified positions reading their own target state): the
+weights and the inference computation are unchanged, and old checkpoints (no such fields) keep
+the defaults, which are the old behaviour.
 """
 
 from __future__ import annotations
@@ -23,7 +28,14 @@ from drafts.neural.target_parts import TargetParts
 from drafts.target.runner import TargetRunner
 from drafts.training.checkpoint import WEIGHTS_FILE
 
-FLAGS = {"tli_layers": "--tli", "lsa_layers": "--lsa-layers", "final_hidden": "--final-hidden"}
+FLAGS = {
+    "tli_layers": "--tli",
+    "lsa_layers": "--lsa-layers",
+    "final_hidden": "--final-hidden",
+    "period_min": "--verify-period",
+    "period_max": "--verify-period",
+    "depth0": "--depth0",
+}
 NEW_MODULES = ("final_proj.",)  # weights a draft extended by these options may lack (they start at zero)
 
 
@@ -42,6 +54,26 @@ def add_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="MoA: add the target's final hidden state (EAGLE's feature) to each verified token's memory vector",
     )
+    p.add_argument(
+        "--verify-period",
+        type=_period_range,
+        default=None,
+        metavar="LO-HI",
+        help="MoA training: simulated verification every k ~ U{LO..HI} response tokens (default 6-14, the official)",
+    )
+    p.add_argument(
+        "--depth0",
+        action="store_true",
+        help="MoA training, as the official code: a verified position also reads its own target state (depth 0)",
+    )
+
+
+def _period_range(text: str) -> tuple[int, int]:
+    low, sep, high = text.partition("-")
+    try:
+        return (int(low), int(high)) if sep else (int(low), int(low))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give LO-HI, e.g. 6-14, or one period, e.g. 4") from None
 
 
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -57,17 +89,24 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
         given["lsa_layers"] = args.lsa_layers
     if args.final_hidden:
         given["final_hidden"] = True
+    if args.verify_period is not None:
+        given["period_min"], given["period_max"] = args.verify_period
+    if args.depth0:
+        given["depth0"] = True
     return given
 
 
 def check(args: argparse.Namespace) -> None:
     """Refuse options that cannot apply, before anything slow is loaded."""
     given = {name: value for name, value in _given(args).items() if value}  # --tli 0 is every draft's
-    flags = ", ".join(FLAGS[name] for name in given)
+    flags = ", ".join(dict.fromkeys(FLAGS[name] for name in given))
     if given and args.draft != "moa":
         raise ConfigError(f"{flags} apply to MoA drafts only; drop them for --draft {args.draft}")
     if given and args.resume:
         raise ConfigError(f"{flags}: a resumed run keeps the architecture it recorded; drop them with --resume")
+    if args.verify_period is not None and not 1 <= args.verify_period[0] <= args.verify_period[1]:
+        low, high = args.verify_period
+        raise ConfigError(f"--verify-period {low}-{high}: give LO-HI with 1 <= LO <= HI (the official code's: 6-14)")
 
 
 def extended(init: Path, meta: dict[str, Any], given: dict[str, Any], runner: TargetRunner) -> NeuralDraft:

@@ -129,3 +129,34 @@ def test_periods_are_drawn_from_the_whole_range_and_repeat_with_the_seed() -> No
     low, high = PERIOD_RANGE
     assert set(periods.tolist()) == set(range(low, high + 1))
     assert torch.equal(periods, sample_periods(2000, torch.Generator().manual_seed(6)))
+
+
+def test_with_depth0_a_verified_position_is_its_own_start_as_in_the_official_code() -> None:
+    # The official code's cummax over verified indices: verified {0, 1, 2, 3, 6, 9} and {0, 1, 4, 8}.
+    official = torch.tensor(
+        [
+            [0, 1, 2, 3, 3, 3, 6, 6, 6, 9, 9, 9],
+            [0, 1, 1, 1, 4, 4, 4, 4, 8, 8, 8, 8],
+        ]
+    )
+
+    assert torch.equal(verification_starts(LOSS_MASK, PERIODS, depth0=True), official)
+
+
+def test_depth0_shifts_the_trained_depths_from_one_to_k_down_to_zero_to_k_minus_one() -> None:
+    loss_mask = random_loss_masks(32, 60, seed=7)
+    periods = sample_periods(32, torch.Generator().manual_seed(8))
+    i = torch.arange(60).expand(32, 60)
+    k = periods[:, None].expand(32, 60)[loss_mask]
+
+    ours = (i - verification_starts(loss_mask, periods))[loss_mask]
+    official = (i - verification_starts(loss_mask, periods, depth0=True))[loss_mask]
+
+    assert ours.min() == 1 and (ours <= k).all()
+    assert official.min() == 0 and (official < k).all()
+
+
+def test_periods_come_from_the_range_given() -> None:
+    periods = sample_periods(500, torch.Generator().manual_seed(9), period_range=(2, 5))
+
+    assert set(periods.tolist()) == {2, 3, 4, 5}

@@ -57,7 +57,9 @@ def draft(request: pytest.FixtureRequest, runner: TargetRunner) -> MoADraft:
 @pytest.fixture
 def fixed_period(monkeypatch: pytest.MonkeyPatch) -> torch.Tensor:
     """Every sequence verifies every PERIOD tokens; returns the starts of the test sequence."""
-    monkeypatch.setattr(moa_model, "sample_periods", lambda batch, generator=None: torch.full((batch,), PERIOD))
+    monkeypatch.setattr(
+        moa_model, "sample_periods", lambda batch, generator=None, period_range=None: torch.full((batch,), PERIOD)
+    )
     return verification_starts(torch.tensor([LOSS_MASK]), torch.tensor([PERIOD]))[0]
 
 

@@ -81,7 +81,9 @@ def test_a_final_hidden_draft_drafts_as_it_trains_and_reads_the_final_hidden_sta
     model = moa(runner, final_hidden=True)
     torch.nn.init.normal_(model.final_proj.weight, std=0.3, generator=torch.Generator().manual_seed(0))
     prompt, drafted = TOKENS[:10], TOKENS[10:14]
-    monkeypatch.setattr(moa_model, "sample_periods", lambda batch, generator=None: torch.full((batch,), 100))
+    monkeypatch.setattr(
+        moa_model, "sample_periods", lambda batch, generator=None, period_range=None: torch.full((batch,), 100)
+    )
     acts = committed(runner, prompt + drafted, model.needs)  # the drafted rows are never visible in training
     batch = target_batch(runner, prompt + drafted, [False] * len(prompt) + [True] * len(drafted))
     with torch.no_grad():
@@ -124,3 +126,40 @@ def test_a_config_written_before_the_options_existed_still_builds(runner: Target
 
     assert isinstance(model, MoADraft)
     assert model.cfg.lsa_layers == 0 and not model.cfg.final_hidden and model.final_proj is None
+
+
+def test_an_old_checkpoint_config_keeps_the_official_verification_periods_and_no_depth0() -> None:
+    old = MoAConfig.for_target(30, 384, 576).to_dict()
+    for name in ("period_min", "period_max", "depth0"):
+        del old[name]  # a config written before these fields existed
+
+    cfg = MoAConfig(**old)
+
+    assert (cfg.period_min, cfg.period_max, cfg.depth0) == (6, 14, False)
+
+
+def test_a_reversed_verification_period_range_is_refused_with_the_flag_to_fix() -> None:
+    with pytest.raises(ConfigError, match="--verify-period 9-4"):
+        dataclasses.replace(MoAConfig.for_target(30, 384, 576), period_min=9, period_max=4)
+
+
+def test_heads_that_do_not_divide_the_width_are_refused() -> None:
+    with pytest.raises(ConfigError, match="does not divide evenly"):
+        dataclasses.replace(MoAConfig.for_target(30, 384, 576), heads=7)
+
+
+def test_the_training_options_change_the_masks_not_the_weights_or_inference(
+    runner: TargetRunner, tmp_path: Path
+) -> None:
+    plain, official = moa(runner), moa(runner, period_min=2, period_max=3, depth0=True)
+    official.load_state_dict(plain.state_dict(), strict=True)  # the same weights: nothing new to train
+    batch = target_batch(runner, TOKENS, [False] * 4 + [True] * 12)
+    with torch.no_grad():
+        a = plain.predict(batch, 1.0, torch.Generator().manual_seed(0))
+        b = official.predict(batch, 1.0, torch.Generator().manual_seed(0))
+    assert not torch.allclose(a, b, atol=1e-4)  # other simulated verification points
+
+    save_draft(tmp_path, official, runner.fingerprint, {})
+    loaded = load_draft(tmp_path, runner)
+    assert isinstance(loaded, MoADraft)
+    assert (loaded.cfg.period_min, loaded.cfg.period_max, loaded.cfg.depth0) == (2, 3, True)

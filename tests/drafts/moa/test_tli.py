@@ -50,7 +50,9 @@ def tli_draft(runner: TargetRunner, n: int, seed: int = 1) -> MoADraft:
 @pytest.fixture
 def fixed_period(monkeypatch: pytest.MonkeyPatch) -> torch.Tensor:
     """Every sequence verifies every PERIOD tokens; returns the starts of the test sequence."""
-    monkeypatch.setattr(moa_model, "sample_periods", lambda batch, generator=None: torch.full((batch,), PERIOD))
+    monkeypatch.setattr(
+        moa_model, "sample_periods", lambda batch, generator=None, period_range=None: torch.full((batch,), PERIOD)
+    )
     return verification_starts(torch.tensor([LOSS_MASK]), torch.tensor([PERIOD]))[0]
 
 

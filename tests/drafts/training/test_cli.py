@@ -181,6 +181,20 @@ def test_init_extends_a_moa_draft_with_the_ablation_options_and_records_them(
     assert drift < 0.01  # one optimizer step from the base's weights
 
 
+def test_the_verification_simulation_options_are_recorded_on_a_new_run_and_on_an_init_run(
+    loads: list[str | None], data: Path, tmp_path: Path
+) -> None:
+    assert train(data, tmp_path / "new", "--draft", "moa", "--tokens", "10", "--verify-period", "2-5") == 0
+    new = json.loads((tmp_path / "new" / CONFIG_FILE).read_text())["config"]
+    init = ["--init", str(tmp_path / "new"), "--depth0", "--verify-period", "3"]
+
+    assert train(data, tmp_path / "ext", "--draft", "moa", "--tokens", "10", *init) == 0
+
+    ext = json.loads((tmp_path / "ext" / CONFIG_FILE).read_text())["config"]
+    assert (new["period_min"], new["period_max"], new["depth0"]) == (2, 5, False)
+    assert (ext["period_min"], ext["period_max"], ext["depth0"]) == (3, 3, True)
+
+
 def test_eagle_trains_with_context_alignment_and_records_it(
     loads: list[str | None], data: Path, tmp_path: Path
 ) -> None:
@@ -213,6 +227,8 @@ def test_training_options_the_draft_cannot_use_are_refused(
     [
         (["--draft", "eagle", "--final-hidden"], "--final-hidden apply to MoA drafts only"),
         (["--draft", "eagle", "--lsa-layers", "2"], "--lsa-layers apply to MoA drafts only"),
+        (["--draft", "eagle", "--verify-period", "2-5", "--depth0"], "--verify-period, --depth0 apply to MoA"),
+        (["--draft", "moa", "--verify-period", "5-2"], "--verify-period 5-2: give LO-HI"),
         (["--draft", "moa", "--resume", "--lsa-layers", "2"], "keeps the architecture it recorded"),
     ],
 )

@@ -1,0 +1,126 @@
+"""Depth probe: is MoA's depth-1 loss to EAGLE a train/inference mismatch, or the model?
+
+For conversations the shipped drafts never trained on (``runs/s7_answers.jsonl`` lines 306+),
+measures top-1 agreement with the target (draft argmax mapped to target ids == the target's
+full-vocabulary argmax) on response positions:
+
+- ``train d=k``: MoA's *parallel training computation* with every query reading target state up
+  to ``i - k`` (``starts = i - k``; no staircase): what the loss sees at depth k;
+- ``infer d=1``: the real inference path, one token at a time: the target commits x_0..x_{p-1}
+  (their activations through the runner, as in decoding), the draft steps from root x_p;
+- EAGLE: ``train d=1`` (noise off: its teacher-forced pass) and ``infer d=1`` the same way.
+
+    taskset -c 0 env OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python3 \
+        drafts/bench/results/2026-12-02-s7/official/depth_probe.py --moa DIR --eagle DIR --limit 12
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from drafts.eagle import model as eagle_model
+from drafts.moa import model as moa_model
+from drafts.neural.base import NeuralDraft, TrainBatch
+from drafts.neural.checkpoint import load_draft
+from drafts.target.activations import ActivationRequest
+from drafts.target.loading import load_target
+from drafts.target.runner import TargetRunner
+from drafts.training.data import load_training_conversations
+from drafts.training.tokenize import Sequence, tokenize_conversation
+
+SHIPPED = Path("drafts/checkpoints/smollm2-135m-instruct")
+
+
+def activations(runner: TargetRunner, ids: list[int], request: ActivationRequest) -> tuple[torch.Tensor, Any]:
+    """Target logits (T, V) and activations of the whole sequence (one pass)."""
+    session = runner.new_session()
+    logits = runner.extend(session, ids, request)
+    return logits, runner.commit(session, None, request)
+
+
+@torch.no_grad()
+def train_accuracy(
+    model: NeuralDraft, runner: TargetRunner, seq: Sequence, depth: int, target_top: torch.Tensor
+) -> list[bool]:
+    """Agreement at response positions of the parallel pass with starts = i - depth."""
+    request = model.needs.union(ActivationRequest(hidden_layers=(runner.num_layers,)))
+    _, acts = activations(runner, seq.ids.tolist(), request)
+    T = len(seq.ids)
+    hidden = acts.hidden[runner.num_layers][None].float()
+    kv = None if acts.kv is None else acts.kv[None].float()
+    batch = TrainBatch(seq.ids[None], seq.loss_mask[None], hidden, kv)
+    starts = (torch.arange(T) - depth).clamp_min(0)[None]
+    saved = moa_model.verification_starts, eagle_model.NOISE
+    moa_model.verification_starts = lambda mask, periods: starts  # type: ignore[assignment]
+    eagle_model.NOISE = 0.0
+    try:
+        pred = model.predict(batch, 1.0, torch.Generator().manual_seed(0))[0]  # (T, H)
+    finally:
+        moa_model.verification_starts, eagle_model.NOISE = saved
+    draft_top = model.parts.to_target_ids(model.parts.logits(pred).argmax(-1))
+    keep = seq.loss_mask.clone()
+    keep[:depth] = False
+    return (draft_top == target_top)[keep].tolist()
+
+
+@torch.no_grad()
+def infer_accuracy(model: NeuralDraft, runner: TargetRunner, seq: Sequence, target_top: torch.Tensor) -> list[bool]:
+    """Depth-1 agreement through observe/step, committing one token at a time as decoding does."""
+    ids = seq.ids.tolist()
+    first = int(seq.loss_mask.float().argmax())  # first response position
+    model.reset()
+    session = runner.new_session()
+    runner.extend(session, ids[:first], model.needs)
+    model.observe(ids[:first], 0, runner.commit(session, None, model.needs))
+    out = []
+    for p in range(first, len(ids)):
+        logits, _ = model.step(torch.tensor([ids[p]]), torch.tensor([p]), None, model.initial_state())
+        model.end_round()
+        out.append(int(model.parts.to_target_ids(logits[0].argmax())) == int(target_top[p]))
+        runner.extend(session, [ids[p]], model.needs)
+        model.observe([ids[p]], p, runner.commit(session, None, model.needs))
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--moa", type=Path, default=SHIPPED / "moa")
+    p.add_argument("--eagle", type=Path, default=SHIPPED / "eagle")
+    p.add_argument("--data", default="runs/official-answers.jsonl")
+    p.add_argument("--skip", type=int, default=305, help="conversations the shipped drafts trained on")
+    p.add_argument("--limit", type=int, default=12)
+    p.add_argument("--max-len", type=int, default=320)
+    p.add_argument("--depths", default="1,2,3,4")
+    p.add_argument("--json", type=Path, default=None)
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    runner = TargetRunner(load_target(None, torch.device("cpu"), torch.float32))
+    convs = load_training_conversations(args.data)[args.skip : args.skip + args.limit]
+    seqs = [s for c in convs if (s := tokenize_conversation(runner.tokenizer, c, args.max_len)) is not None]
+    results: dict[str, dict[str, float]] = {}
+    for name, path in (("moa", args.moa), ("eagle", args.eagle)):
+        model = load_draft(path, runner).eval()
+        rows: dict[str, list[bool]] = {}
+        for seq in seqs:
+            logits, _ = activations(runner, seq.ids.tolist(), ActivationRequest())
+            top = logits.argmax(-1)
+            depths = [int(d) for d in args.depths.split(",")] if name == "moa" else [1]
+            for d in depths:
+                rows.setdefault(f"train d={d}", []).extend(train_accuracy(model, runner, seq, d, top))
+            rows.setdefault("infer d=1", []).extend(infer_accuracy(model, runner, seq, top))
+        results[name] = {k: sum(v) / len(v) for k, v in rows.items()} | {"positions": len(rows["infer d=1"])}
+        print(name, json.dumps(results[name]), flush=True)
+    if args.json:
+        args.json.write_text(
+            json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "results": results}, indent=2)
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
