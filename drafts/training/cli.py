@@ -25,6 +25,7 @@ from drafts.moa.model import MoADraft
 from drafts.neural.base import NeuralDraft
 from drafts.neural.factory import KINDS, build_draft, default_config
 from drafts.neural.target_parts import TargetParts
+from drafts.nn.blocks import RMSNorm
 from drafts.target.device import DEVICE_CHOICES, resolve_device
 from drafts.target.loading import TargetFingerprint, load_target
 from drafts.target.runner import TargetRunner
@@ -38,6 +39,7 @@ from drafts.training.trainer import STATE_FILE, TrainConfig, Trainer
 from drafts.training.vocab import frequent_tokens
 
 VOCAB_SAMPLE = 3000  # conversations whose responses rank the draft vocabulary
+NORM_STD = 0.02  # --norm-init official: the official MoA code's initializer_range, applied to its RMSNorms too
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,6 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("raw", "normalised"),
         default="raw",
         help="MoA --tli N>0: SmoothL1 of the tail input as is, or divided by the target's RMS per position",
+    )
+    p.add_argument(
+        "--norm-init",
+        choices=("ones", "official"),
+        default="ones",
+        help="a new draft's RMSNorm weights: 1 (default), or ~N(0, 0.02) like every new module in the\n"
+        "official MoA code (its _init_weights); a from-scratch option, refused with --init/--resume",
     )
     p.add_argument("--warmup", type=int, default=30, help="learning-rate warm-up, in optimizer steps")
     p.add_argument("--checkpoint-every", type=int, default=50, help="optimizer steps between checkpoints")
@@ -161,6 +170,8 @@ def _check_model_options(args: argparse.Namespace, model: NeuralDraft) -> None:
 def _check_out(args: argparse.Namespace) -> None:
     """Refuse a wrong ``--out``/``--resume`` before anything slow (data, target) is loaded."""
     architecture.check(args)
+    if args.norm_init != "ones" and (args.init is not None or args.resume):
+        raise ConfigError("--norm-init sets a new draft's initial weights; drop it with --init or --resume")
     if args.no_staircase and (args.draft != "moa" or args.resume):
         raise ConfigError(
             "--no-staircase applies to a new or --init MoA run (a resumed run keeps its recorded setting); drop it"
@@ -189,8 +200,8 @@ def _new_model(
     d2t, coverage = frequent_tokens(sample, size, vocab_size, always=runner.stop_ids)
     config = default_config(args.draft, runner, tli_layers=args.tli or 0) | architecture.overrides(args)
     model = build_draft(args.draft, config, TargetParts.from_model(runner.model, d2t))
-    init_weights(model)
-    return model, {"draft_vocab_coverage": coverage}
+    init_weights(model, norm_std=NORM_STD if args.norm_init == "official" else None)
+    return model, {"draft_vocab_coverage": coverage, "norm_init": args.norm_init}
 
 
 def _resumed_model(args: argparse.Namespace, runner: TargetRunner) -> tuple[NeuralDraft, dict[str, Any]]:
@@ -220,13 +231,17 @@ def _initialised_model(args: argparse.Namespace, runner: TargetRunner) -> tuple[
     }
 
 
-def init_weights(model: NeuralDraft) -> None:
-    """Linear weights ~ N(0, 0.02), biases 0 (as the MoA and EAGLE code initialise)."""
+def init_weights(model: NeuralDraft, norm_std: float | None = None) -> None:
+    """Linear weights ~ N(0, 0.02), biases 0 (as the MoA and EAGLE code initialise); with
+    ``norm_std`` the RMSNorm weights ~ N(0, norm_std) too (the official code's ``_init_weights``),
+    else they stay 1."""
     for module in model.modules():
         if isinstance(module, torch.nn.Linear):
             torch.nn.init.normal_(module.weight, std=0.02)
             if module.bias is not None:
                 torch.nn.init.zeros_(module.bias)
+        elif isinstance(module, RMSNorm) and norm_std is not None:
+            torch.nn.init.normal_(module.weight, std=norm_std)
 
 
 def _run_with_progress(trainer: Trainer, info: dict[str, Any]) -> Any:

@@ -195,6 +195,28 @@ def test_the_verification_simulation_options_are_recorded_on_a_new_run_and_on_an
     assert (ext["period_min"], ext["period_max"], ext["depth0"]) == (3, 3, True)
 
 
+def test_the_official_norm_init_draws_a_new_drafts_rmsnorm_weights_near_zero_and_is_recorded(
+    loads: list[str | None], data: Path, tmp_path: Path
+) -> None:
+    assert train(data, tmp_path / "run", "--draft", "moa", "--tokens", "10", "--norm-init", "official") == 0
+
+    meta = json.loads((tmp_path / "run" / CONFIG_FILE).read_text())
+    model = load_draft(tmp_path / "run", tiny_target_runner(tiny_llama(seed=0), ChatTokenizer()))
+    norms = [w for name, w in model.state_dict().items() if name.endswith("layernorm.weight")]
+    assert meta["training"]["norm_init"] == "official"
+    assert norms and all(w.abs().mean() < 0.1 for w in norms)  # ~N(0, 0.02), one small step later
+
+
+def test_the_norm_init_of_a_continued_draft_is_refused(
+    loads: list[str | None], data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = ["--draft", "moa", "--tokens", "10", "--init", str(tmp_path), "--norm-init", "official"]
+
+    assert train(data, tmp_path / "run", *options) == 2
+    assert "--norm-init sets a new draft's initial weights" in capsys.readouterr().err
+    assert loads == []
+
+
 def test_eagle_trains_with_context_alignment_and_records_it(
     loads: list[str | None], data: Path, tmp_path: Path
 ) -> None:

@@ -56,7 +56,7 @@ def train_accuracy(
     batch = TrainBatch(seq.ids[None], seq.loss_mask[None], hidden, kv)
     starts = (torch.arange(T) - depth).clamp_min(0)[None]
     saved = moa_model.verification_starts, eagle_model.NOISE
-    moa_model.verification_starts = lambda mask, periods: starts  # type: ignore[assignment]
+    moa_model.verification_starts = lambda mask, periods: starts  # type: ignore[assignment,misc]
     eagle_model.NOISE = 0.0
     try:
         pred = model.predict(batch, 1.0, torch.Generator().manual_seed(0))[0]  # (T, H)
@@ -87,38 +87,52 @@ def infer_accuracy(model: NeuralDraft, runner: TargetRunner, seq: Sequence, targ
     return out
 
 
+def probe(
+    model: NeuralDraft, runner: TargetRunner, seqs: list[Sequence], depths: list[int], infer: bool
+) -> dict[str, float]:
+    rows: dict[str, list[bool]] = {}
+    for seq in seqs:
+        logits, _ = activations(runner, seq.ids.tolist(), ActivationRequest())
+        top = logits.argmax(-1)
+        for d in depths if model.kind == "moa" else [1]:  # EAGLE's pass is teacher-forced: depth 1 only
+            rows.setdefault(f"train d={d}", []).extend(train_accuracy(model, runner, seq, d, top))
+        if infer:
+            rows.setdefault("infer d=1", []).extend(infer_accuracy(model, runner, seq, top))
+    return {k: sum(v) / len(v) for k, v in rows.items()} | {"positions": len(rows["train d=1"])}
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--moa", type=Path, default=SHIPPED / "moa")
-    p.add_argument("--eagle", type=Path, default=SHIPPED / "eagle")
+    p.add_argument(
+        "--draft",
+        action="append",
+        default=None,
+        metavar="NAME=DIR",
+        help="a checkpoint to probe (repeatable; default the shipped moa and eagle)",
+    )
     p.add_argument("--data", default="runs/official-answers.jsonl")
     p.add_argument("--skip", type=int, default=305, help="conversations the shipped drafts trained on")
     p.add_argument("--limit", type=int, default=12)
     p.add_argument("--max-len", type=int, default=320)
     p.add_argument("--depths", default="1,2,3,4")
+    p.add_argument("--no-infer", action="store_true", help="only the training pass (the inference path is slow)")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
     torch.set_num_threads(1)
     runner = TargetRunner(load_target(None, torch.device("cpu"), torch.float32))
     convs = load_training_conversations(args.data)[args.skip : args.skip + args.limit]
     seqs = [s for c in convs if (s := tokenize_conversation(runner.tokenizer, c, args.max_len)) is not None]
+    drafts = args.draft or [f"moa={SHIPPED / 'moa'}", f"eagle={SHIPPED / 'eagle'}"]
+    depths = [int(d) for d in args.depths.split(",")]
     results: dict[str, dict[str, float]] = {}
-    for name, path in (("moa", args.moa), ("eagle", args.eagle)):
-        model = load_draft(path, runner).eval()
-        rows: dict[str, list[bool]] = {}
-        for seq in seqs:
-            logits, _ = activations(runner, seq.ids.tolist(), ActivationRequest())
-            top = logits.argmax(-1)
-            depths = [int(d) for d in args.depths.split(",")] if name == "moa" else [1]
-            for d in depths:
-                rows.setdefault(f"train d={d}", []).extend(train_accuracy(model, runner, seq, d, top))
-            rows.setdefault("infer d=1", []).extend(infer_accuracy(model, runner, seq, top))
-        results[name] = {k: sum(v) / len(v) for k, v in rows.items()} | {"positions": len(rows["infer d=1"])}
+    for spec in drafts:
+        name, _, path = spec.partition("=")
+        model = load_draft(Path(path), runner).eval()
+        results[name] = probe(model, runner, seqs, depths, not args.no_infer)
         print(name, json.dumps(results[name]), flush=True)
     if args.json:
-        args.json.write_text(
-            json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "results": results}, indent=2)
-        )
+        meta = {k: str(v) for k, v in vars(args).items()}
+        args.json.write_text(json.dumps({"args": meta, "results": results}, indent=2))
     return 0
 
 
