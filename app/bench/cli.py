@@ -181,7 +181,7 @@ def _rate(value: float | None) -> str:
 
 def format_table(result: dict[str, Any]) -> str:
     """The links table, then the disconnection study."""
-    head = f"{'link':<6} {'method':<12} {'tok/s':>7} {'ttft s':>7} {'fwd/100':>8} {'rt/100':>7} "
+    head = f"{'link':<6} {'method':<12} {'tok/s':>7} {'ttft s':>7} {'fwd/100':>8} {'rt/100':>7} {'tau':>5} "
     head += f"{'B up/tok':>9} {'B dn/tok':>9} {'accept':>7} {'losses':>6}  =ar"
     lines = [head]
     for link, methods in result["links"].items():
@@ -189,7 +189,8 @@ def format_table(result: dict[str, Any]) -> str:
             ttft = f"{r['ttft_s']:.3f}" if r["ttft_s"] is not None else "-"
             lines.append(
                 f"{link:<6} {m:<12} {r['tokens_per_s']:>7.1f} {ttft:>7} {r['target_forwards_per_100']:>8.1f} "
-                f"{r['round_trips_per_100']:>7.1f} {r['bytes_up_per_token']:>9.0f} {r['bytes_down_per_token']:>9.0f} "
+                f"{r['round_trips_per_100']:>7.1f} {_rate(r.get('tau')):>5} "
+                f"{r['bytes_up_per_token']:>9.0f} {r['bytes_down_per_token']:>9.0f} "
                 f"{_rate(r.get('acceptance_rate')):>7} {r.get('link_losses', 0):>6}  {r['identical_to_ar']}"
             )
             for row in r.get("turns", []):

@@ -107,6 +107,9 @@ class LinkTotals:
     ttft_s: list[float] | None = None
     target_forwards: int = 0
     round_trips: int = 0
+    requests: int = 0
+    verify_rounds: int = 0
+    confirmed: int = 0  # tokens the verify rounds confirmed (accepted + the target's own)
     bytes_up: int = 0
     bytes_down: int = 0
     wire_up: int = 0
@@ -126,6 +129,9 @@ class LinkTotals:
         self.ttft_s = [*(self.ttft_s or []), *([stats.ttft_s] if stats.ttft_s is not None else [])]
         self.target_forwards += stats.verify_rounds + 1  # the prefill, then one forward per verified chain
         self.round_trips += stats.round_trips
+        self.requests += stats.requests
+        self.verify_rounds += stats.verify_rounds
+        self.confirmed += stats.accepted + stats.target
         self.bytes_up += stats.bytes_up
         self.bytes_down += stats.bytes_down
         self.wire_up += wire[0]
@@ -138,7 +144,10 @@ class LinkTotals:
             "tokens_per_s": self.new_tokens / self.wall_s if self.wall_s else 0.0,
             "ttft_s": sum(self.ttft_s) / len(self.ttft_s) if self.ttft_s else None,
             "target_forwards_per_100": 100 * self.target_forwards / n,
-            "round_trips_per_100": 100 * self.round_trips / n,
+            "round_trips_per_100": 100 * self.round_trips / n,  # waits on the verifier (pipelined requests share one)
+            "requests_per_100": 100 * self.requests / n,  # every answered request: prefill chunks, rewind, verify
+            "tau": self.confirmed / self.verify_rounds if self.verify_rounds else None,  # tokens per verify round
+            "verify_rounds_per_100": 100 * self.verify_rounds / n,  # ~ 100 / tau: the verify rounds alone
             "bytes_up_per_token": self.bytes_up / n,
             "bytes_down_per_token": self.bytes_down / n,
             "wire_bytes_up_per_token": self.wire_up / n,  # through the shaper: TCP payload, pings included

@@ -1,7 +1,9 @@
 """One generation decoded by the server alone, streamed token by token ("API streaming").
 
     start    keep the session's common prefix with the prompt (a chat's next turn), Prefill the
-             rest of the prompt but its newest token
+             rest of the prompt but its newest token. A verifier that cannot be reached fails the
+             message at once (VerifierUnavailableError, after one attempt): nothing here can write
+             an answer, so waiting out a reconnect deadline would only keep the user waiting
     stream   Generate after the newest token; each Generated part is shown as it arrives
              (every token is the target's own: TokenSource.TARGET)
     drop     a dead link ends nothing the user saw: reconnect with backoff (resume, or replay of
@@ -22,7 +24,7 @@ from concurrent.futures import Executor
 import torch
 
 from app.engine.draftless import Draftless
-from app.engine.errors import LinkDownError, VerifierRefusedError
+from app.engine.errors import LinkDownError, VerifierRefusedError, VerifierUnavailableError
 from app.engine.events import EngineEvent, Finished, LinkLost, LinkRestored, StatsUpdated
 from app.engine.progress import Progress
 from app.engine.session import VerifierSession
@@ -75,17 +77,27 @@ class ApiGeneration:
 
     async def _start(self) -> None:
         history = self.transcript.history
-        while True:
-            try:
-                await self.session.start(history)
-                return
-            except LinkDownError:
-                continue  # start() reconnects, within the connect timeout
-            except VerifierRefusedError as exc:
-                if exc.code is not ErrorCode.SESSION_UNKNOWN:
-                    raise
-                await self.session.replay(history)
-                return
+        if not self.session.up:
+            await self._connect()
+        try:
+            await self.session.start(history)
+        except LinkDownError as exc:  # lost while the prompt went up: reconnect as mid-stream
+            await self._reconnect(str(exc))
+        except VerifierRefusedError as exc:
+            if exc.code is not ErrorCode.SESSION_UNKNOWN:
+                raise
+            await self.session.replay(history)
+
+    async def _connect(self) -> None:
+        """One attempt at the verifier; unreachable: VerifierUnavailableError at once (see the module docstring)."""
+        try:
+            await self.session.connect()
+        except LinkDownError as exc:
+            raise VerifierUnavailableError(
+                f"no verifier at {self.session.config.link.url} ({exc}); in --api mode the server writes every "
+                "token, so nothing can be answered without it: start moa-server there, check the URL or the "
+                "network, then send the message again"
+            ) from exc
 
     async def _stream(self) -> None:
         t = self.transcript

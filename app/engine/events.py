@@ -100,7 +100,7 @@ class GenerationStats:
     unverified: int  # output tokens still offline when the generation ended
     offline_tokens: int  # tokens generated offline in all, shown as OFFLINE
     kept_after_repair: int  # of those, confirmed by the verifier
-    round_trips: int  # requests answered by the verifier (prefill, verify, rewind)
+    round_trips: int  # waits on the verifier: requests sent with none in flight (pipelined ones share one)
     verify_rounds: int  # target forwards over drafted chains
     bytes_up: int  # frames sent, as the socket sees them (websocket headers excluded)
     bytes_down: int
@@ -112,6 +112,7 @@ class GenerationStats:
     rtt_ms: float | None  # the last smoothed round trip, server time excluded
     prefill_tokens: int = 0  # prompt tokens sent to the verifier (a chat's later turns: only the new ones)
     bytes_down_to_first_token: int = 0  # bytes received before the first token was shown
+    requests: int = 0  # requests answered by the verifier (prefill chunks, verify, rewind, generate)
 
     @property
     def tokens_per_s(self) -> float:
@@ -157,7 +158,7 @@ class StatsUpdated:
     acceptance_by_depth: tuple[float, ...]  # P(accepted) of the token drafted at depth 1, 2, ...
     rtt_ms: float | None
     tokens_per_s: float  # shown tokens / wall time of this generation so far
-    round_trips: int  # requests answered by the verifier in this generation
+    round_trips: int  # waits on the verifier in this generation (GenerationStats.round_trips)
     round_trips_per_100: float  # round trips per 100 output tokens
     bytes_up_per_token: float
     bytes_down_per_token: float

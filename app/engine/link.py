@@ -61,11 +61,17 @@ OnPart = Callable[[Generated], None]
 
 @dataclass
 class Traffic:
-    """Bytes and answered requests of every connection a session used."""
+    """Bytes, round trips and answered requests of every connection a session used.
+
+    A round trip is a wait on the network: a request and its reply. Requests sent ``pipelined``
+    behind one in flight (a long prompt's Prefill chunks, behind the Rewind or the chunk before)
+    share its round trip, as their replies share its latency; ``requests`` counts every answered one.
+    """
 
     bytes_up: int = 0
     bytes_down: int = 0
     round_trips: int = 0
+    requests: int = 0
 
 
 class Link:
@@ -127,14 +133,17 @@ class Link:
             raise LinkDownError(f"no Welcome within {self.config.open_timeout_s:g} s") from exc
 
     # -- requests --------------------------------------------------------------------------------
-    async def ask(self, request: Request, on_part: OnPart | None = None) -> Reply:
+    async def ask(self, request: Request, on_part: OnPart | None = None, pipelined: bool = False) -> Reply:
         """Send ``request`` and wait for its reply; an Error reply raises VerifierRefusedError.
 
         A Generate's parts before its last go to ``on_part`` as they arrive, on this loop.
+        ``pipelined``: sent behind a request in flight, on its round trip (see Traffic).
         """
         if self.lost.is_set():
             raise LinkDownError(self.lost_reason)
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        if not pipelined:
+            self.traffic.round_trips += 1
         self._pending[request.request_id] = future
         heard = [time.perf_counter()]  # when the request went out, then when its last part came
         if on_part is not None:
@@ -235,7 +244,7 @@ class Link:
             if on_part is not None:
                 on_part(event.part)
         elif isinstance(event, Answered):
-            self.traffic.round_trips += 1
+            self.traffic.requests += 1
             future = self._pending.pop(event.request.request_id, None)
             if future is not None and not future.done():
                 reply = event.reply

@@ -24,6 +24,7 @@ class Progress:
         self.session = session
         traffic = session.traffic
         self._start = (traffic.bytes_up, traffic.bytes_down, traffic.round_trips, session.prefill_sent)
+        self._requests = traffic.requests
         self.draft_s = 0.0  # drafting, summed over rounds
         self.verify_s = 0.0  # send -> reply of the verified chains
         self.forwards = 0  # target forwards of a draftless generation (each Generate token)
@@ -99,4 +100,5 @@ class Progress:
             rtt_ms=None if rtt_s is None else rtt_s * 1e3,
             prefill_tokens=prefilled,
             bytes_down_to_first_token=self.bytes_down_to_first if t.first_token_at is not None else down,
+            requests=self.session.traffic.requests - self._requests,
         )

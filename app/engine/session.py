@@ -2,17 +2,20 @@
 
     held               the tokens the server's session holds, as far as this client knows
     hold(history)      make the session hold exactly ``history`` (a conversation's next prompt): keep
-                       the longest common prefix with ``held`` (Rewind to it), Prefill the rest.
-                       Each turn of a chat thus sends only its new tokens.
+                       the longest common prefix with ``held`` (Rewind to it), Prefill the rest,
+                       pipelined behind the Rewind: one round trip. Each turn of a chat thus sends
+                       only its new tokens.
     start(history)     the same at the start of a generation, connecting first (within connect_timeout_s)
     reconnect(history) after a drop, with backoff: resume the session (the server keeps it for its
                        grace period, cut back to the ``held`` prefix this client knows), or open a
                        new one; then ``hold(history)`` (a replay, whose vectors the draft mostly has)
     ask(request)       on the current connection; LinkDownError when there is none
-    prefill(tokens)    append tokens in chunks whose replies stay under PREFILL_FRAME_BYTES: a big
-                       frame holds up the keepalive's pong behind it (on 3g, 200 KB of vectors take
-                       1.6 s, past the 1 s pong timeout), and a link killed that way would be killed
-                       again by every replay of the same prefill
+    prefill(tokens)    append tokens in chunks, two in flight (the next is sent as a reply comes), so
+                       a prompt of any length costs one round trip, yet the replies in flight stay
+                       under PREFILL_FRAME_BYTES, the most that can queue ahead of the keepalive's
+                       pong: a big backlog holds the pong up (on 3g, 200 KB of vectors take 1.6 s,
+                       past the 1 s pong timeout), and a link killed that way would be killed again
+                       by every replay of the same prefill
 
 The draft's needs are settled on the first Hello: a MoA draft asks for the memory vectors the
 server computes (20x fewer bytes than the raw KV, see ``server_stub/backend/draft_memory.py``);
@@ -25,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 
 import torch
@@ -50,7 +54,8 @@ from drafts.protocol import (
 )
 from drafts.target.chat import common_prefix
 
-PREFILL_FRAME_BYTES = 48_000  # the largest Prefilled reply asked for: ~0.4 s at 1 Mbit/s (3g)
+PREFILL_FRAME_BYTES = 48_000  # Prefilled replies in flight at most: ~0.4 s at 1 Mbit/s (3g)
+PREFILL_PIPELINE = 2  # Prefill chunks in flight at once, each asking for PREFILL_FRAME_BYTES / PREFILL_PIPELINE
 FIRST_PREFILL_CHUNK = 16  # tokens in the first chunk, before the reply's bytes per token are known
 TakePrefilled = Callable[[int, list[int], Prefilled], Awaitable[None]]  # (position of the first, tokens, reply)
 
@@ -85,8 +90,9 @@ class VerifierSession:
         return self.link is not None and not self.link.lost.is_set()
 
     # -- requests --------------------------------------------------------------------------------
-    async def ask(self, request: Request, on_part: OnPart | None = None) -> Reply:
-        """Send ``request`` (its request_id is assigned here) and wait for the reply (parts to ``on_part``)."""
+    async def ask(self, request: Request, on_part: OnPart | None = None, pipelined: bool = False) -> Reply:
+        """Send ``request`` (its request_id is assigned here) and wait for the reply (parts to ``on_part``);
+        ``pipelined``: behind a request in flight, on its round trip (:class:`~app.engine.link.Traffic`)."""
         link = self.link
         if link is None or link.lost.is_set():
             raise LinkDownError(link.lost_reason if link is not None else "not connected")
@@ -99,7 +105,7 @@ class VerifierSession:
                 on_part(part)
 
         try:
-            reply = await link.ask(request, collect if isinstance(request, Generate) else on_part)
+            reply = await link.ask(request, collect if isinstance(request, Generate) else on_part, pipelined)
         except asyncio.CancelledError:
             self.unsure = True  # its reply may still move the session: the next hold() rewinds explicitly
             raise
@@ -125,20 +131,54 @@ class VerifierSession:
             held, self.unsure = held + [-1] * (reply.committed - len(held)), True
         self.held, self.committed = held, reply.committed
 
-    async def prefill(self, tokens: list[int], take: TakePrefilled | None = None) -> None:
-        """Append ``tokens`` (chunked, see the module docstring); each chunk and its reply go to ``take``."""
-        done = 0
-        while done < len(tokens):
-            piece = tokens[done : done + self.prefill_chunk]
-            before, start = self.traffic.bytes_down, len(self.held)
-            reply = await self.ask(Prefill(0, torch.tensor(piece, dtype=torch.int64)))
-            assert isinstance(reply, Prefilled)
-            self.prefill_sent += len(piece)
-            per_token = max(1.0, (self.traffic.bytes_down - before) / len(piece))
-            self.prefill_chunk = max(1, int(PREFILL_FRAME_BYTES // per_token))
-            if take is not None:
-                await take(start, piece, reply)
-            done += len(piece)
+    async def prefill(
+        self, tokens: list[int], take: TakePrefilled | None = None, behind: asyncio.Future[Reply] | None = None
+    ) -> None:
+        """Append ``tokens`` in chunks, PREFILL_PIPELINE of them in flight (see the module docstring);
+        each chunk and its reply go to ``take``, in order. ``behind``: a request sent just before (a
+        Rewind), answered first: the chunks ride on its round trip."""
+        in_flight: deque[tuple[list[int], asyncio.Future[Reply]]] = deque()
+        try:
+            done = self._send_chunks(tokens, 0, in_flight, behind is not None)
+            if behind is not None:
+                await behind
+            start = len(self.held)
+            while in_flight:
+                piece, task = in_flight.popleft()
+                reply = await task
+                assert isinstance(reply, Prefilled)
+                self.prefill_sent += len(piece)
+                frame = PREFILL_FRAME_BYTES / PREFILL_PIPELINE
+                self.prefill_chunk = max(1, int(frame // _bytes_per_token(reply, len(piece))))
+                done += self._send_chunks(tokens, done, in_flight)  # before the draft takes this one in
+                if take is not None:
+                    await take(start, piece, reply)
+                start += len(piece)
+        finally:
+            for _, task in in_flight:
+                task.cancel()
+
+    def _send_chunks(
+        self,
+        tokens: list[int],
+        done: int,
+        in_flight: deque[tuple[list[int], asyncio.Future[Reply]]],
+        behind: bool = False,
+    ) -> int:
+        """Send chunks of ``tokens[done:]`` (as even as ``prefill_chunk`` allows) until PREFILL_PIPELINE
+        are in flight; returns the tokens sent. Each rides on the round trip of a chunk in flight
+        before it (after a reply is taken, the next one is still in flight), the first on that of
+        the request it was sent ``behind``, if any."""
+        sent = 0
+        while done + sent < len(tokens) and len(in_flight) < PREFILL_PIPELINE:
+            left = len(tokens) - done - sent
+            chunks = -(-left // self.prefill_chunk)  # still to send, at most prefill_chunk tokens each
+            piece = tokens[done + sent : done + sent + -(-left // chunks)]  # even sizes: no runt at the end
+            request = Prefill(0, torch.tensor(piece, dtype=torch.int64))
+            pipelined = behind or bool(in_flight)
+            in_flight.append((piece, asyncio.ensure_future(self.ask(request, pipelined=pipelined))))
+            sent += len(piece)
+        return sent
 
     async def hold(
         self, history: Sequence[int], take: TakePrefilled | None = None, keep_at_most: int | None = None
@@ -152,10 +192,20 @@ class VerifierSession:
         if keep_at_most is not None:
             keep = min(keep, keep_at_most)
         if self.unsure or len(self.held) != keep:
-            await self.ask(Rewind(0, keep))
-            self.unsure = False
-        await self.prefill(list(history[keep:]), take)
+            await self._rewind_and_prefill(keep, list(history[keep:]), take)
+        else:
+            await self.prefill(list(history[keep:]), take)
         return keep
+
+    async def _rewind_and_prefill(self, keep: int, tokens: list[int], take: TakePrefilled | None) -> None:
+        """Rewind to ``keep``, with the Prefill of ``tokens`` pipelined behind it (one round trip)."""
+        rewind = asyncio.ensure_future(self.ask(Rewind(0, keep)))
+        try:
+            await self.prefill(tokens, take, behind=rewind)
+            await rewind
+        finally:
+            rewind.cancel()
+        self.unsure = False
 
     async def start(
         self, history: Sequence[int], take: TakePrefilled | None = None, keep_at_most: int | None = None
@@ -173,9 +223,8 @@ class VerifierSession:
 
     async def replay(self, history: Sequence[int], take: TakePrefilled | None = None) -> None:
         """The server lost the session's state (evicted): rebuild it from ``history``."""
-        await self.ask(Rewind(0, 0))  # revives an evicted session, empty
-        self.held, self.unsure = [], False
-        await self.prefill(list(history), take)
+        self.held = []
+        await self._rewind_and_prefill(0, list(history), take)  # the Rewind revives an evicted session, empty
 
     # -- (re)connecting --------------------------------------------------------------------------
     async def reconnect(
@@ -265,3 +314,9 @@ class VerifierSession:
             link, self.link = self.link, None
             await link.close()
         self.session_id = None
+
+
+def _bytes_per_token(reply: Prefilled, tokens: int) -> float:
+    """The reply's activation bytes per prefilled token (what sizes the next chunk), at least 1."""
+    nbytes = sum(t.numel() * t.element_size() for t in reply.activations.values())
+    return max(1.0, nbytes / max(tokens, 1))

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import threading
+import time
+
+import pytest
 
 from app.engine.draftless import Draftless
+from app.engine.errors import VerifierUnavailableError
 from app.engine.events import LinkLost, LinkRestored, TokenGenerated
 from app.engine.sync import EngineThread
 from drafts.decoding.config import DecodeConfig
@@ -91,3 +95,21 @@ def test_a_stop_token_ends_the_stream_on_the_server() -> None:
 
     assert list(finished.tokens) == target[: target.index(stop)]  # the stop token ends it, unshown
     assert finished.stop is StopReason.EOS
+
+
+def test_with_the_link_down_a_first_message_fails_at_once_and_the_next_one_is_answered_once_it_is_back() -> None:
+    with (
+        ServerThread(SERVER_RUNNER) as server,
+        ShaperThread(upstream_port=server.port, profile=preset("offline")) as link,
+        EngineThread(engine_config(link.port, connect_timeout_s=30.0), Draftless.of(CLIENT_RUNNER)) as engine,
+    ):
+        started = time.perf_counter()
+        with pytest.raises(VerifierUnavailableError, match="start moa-server") as failed:
+            engine.generate(PROMPT, DecodeConfig(max_new_tokens=NEW_TOKENS))
+        took = time.perf_counter() - started
+        link.set_profile(preset("lan"))
+        finished = engine.generate(PROMPT, DecodeConfig(max_new_tokens=NEW_TOKENS))
+
+    # one connection attempt (open_timeout_s = 2 s), not the 30 s reconnect deadline
+    assert took < 2.0 + 3.0 and "--api" in str(failed.value)
+    assert list(finished.tokens) == reference(NEW_TOKENS)
