@@ -25,6 +25,7 @@ from pathlib import Path
 
 from drafts.errors import ConfigError
 from drafts.protocol import Limits
+from drafts.target.packed_linear import LINEAR_CHOICES
 from server_stub.capacity import default_queued_total_bytes
 
 MIB = 2**20
@@ -36,6 +37,7 @@ class ServerConfig:
     target: str | None = None  # alias, .gguf, directory or hub id; None = the bundled SmolLM2
     device: str = "auto"  # cuda, then mps, then cpu
     draft_checkpoint: Path | None = None  # a MoA checkpoint whose LSA + Ekv2E runs here ("memory" vectors)
+    linear: str = "auto"  # the target's Linear layers: auto = packed for oneDNN on a CPU in float32 (~2x faster)
     # where, and who may connect
     host: str = "127.0.0.1"  # loopback: only this machine; anything else needs a token (and TLS)
     port: int = 8765  # 0 = any free port (tests)
@@ -76,6 +78,8 @@ class ServerConfig:
         for path in (self.token_file, self.certfile, self.keyfile):
             if path is not None and not path.is_file():
                 raise ConfigError(f"{path} does not exist or is not a file; check the path")
+        if self.linear not in LINEAR_CHOICES:
+            raise ConfigError(f"--linear must be one of {', '.join(LINEAR_CHOICES)}, got {self.linear!r}")
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"--port must be in 0..65535, got {self.port}")
         for name in ("max_sessions", "max_tree", "max_frame_bytes", "max_batch", "max_connections"):

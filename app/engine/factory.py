@@ -79,6 +79,7 @@ def _local_engine(settings: Settings, progress: Progress) -> ChatEngine:
         checkpoint=draft.checkpoint,
         device=settings.device,
         int8_on_cpu=settings.draft_quantize == "int8",
+        linear=settings.target_linear,
     )
     return LocalChatEngine(config)
 

@@ -1,6 +1,7 @@
 """Speed of the local engine against plain decoding of the same target, on this device.
 
     python -m app.engine.local_bench --tokens 64 --repeats 1
+    python -m app.engine.local_bench --tokens 64 --linear dense   # the target on PyTorch's dense kernels
 
 Each prompt is a one-turn chat; per prompt the methods run one after the other (interleaved,
 so a machine that slows down mid-run slows every method alike): ``ar`` (plain decoding through
@@ -9,7 +10,9 @@ the core's runner), ``spec`` (the core's speculative loop with the draft, no eng
 draft). ``local`` against ``spec`` and ``local-ar`` against ``ar`` is what the engine costs.
 Each answer is timed by the caller, prefill included, on a fresh engine (no prefix reuse), in
 wall-clock seconds and in CPU seconds of this process (steadier on a machine shared with other
-jobs: time spent waiting for a core is not counted). Prints one JSON object.
+jobs: time spent waiting for a core is not counted). The target and the draft load as ``moa-chat
+--local`` loads them (the shipped checkpoint, int8 on a CPU, the packed target on a CPU in float32)
+unless ``--draft-quantize`` / ``--linear`` say otherwise. Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -25,11 +28,14 @@ import torch
 from app.engine.chat import Message
 from app.engine.local_chat import LocalChatEngine
 from app.engine.local_models import LocalConfig, load_models
+from app.settings.draft import SHIPPED_KINDS, resolve_draft
 from drafts.bench.environment import cpu_model
 from drafts.decoding.autoregressive import generate_autoregressive
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.speculative import generate
 from drafts.drafters.base import Drafter, DraftShape
+from drafts.target.default_shape import default_chain
+from drafts.target.packed_linear import LINEAR_CHOICES
 from drafts.target.runner import TargetRunner
 
 PROMPTS = (
@@ -46,13 +52,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draft", default="moa", help="the local engine's draft (a registry name)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    parser.add_argument("--chain", type=int, default=4, help="drafted tokens per round")
+    parser.add_argument("--chain", type=int, default=None, help="drafted tokens per round (default: the app's)")
     parser.add_argument("--confidence", type=float, default=0.0, help="end a chain below this draft confidence")
+    parser.add_argument("--draft-quantize", default="int8", choices=("int8", "none"), help="as moa-chat's setting")
+    parser.add_argument("--linear", default="auto", choices=LINEAR_CHOICES, help="the target's Linear layers")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    runner, drafter = load_models(LocalConfig(draft=args.draft, device=args.device))
-    decode = DecodeConfig(max_new_tokens=args.tokens, shape=DraftShape(args.chain, min_confidence=args.confidence))
+    runner, drafter = load_models(local_config(args))
+    chain = args.chain if args.chain is not None else default_chain(runner.device, runner.dtype, runner.linear)
+    decode = DecodeConfig(max_new_tokens=args.tokens, shape=DraftShape(chain, min_confidence=args.confidence))
     totals = {method: [0.0, 0.0, 0.0] for method in ("ar", "spec", "local", "local-ar")}  # tokens, wall s, CPU s
     for _ in range(args.repeats):
         for prompt in PROMPTS:
@@ -68,12 +77,26 @@ def main(argv: list[str] | None = None) -> int:
         "prompts": len(PROMPTS) * args.repeats,
         "draft": args.draft,
         "shape": decode.shape.describe(),
+        "draft_quantize": args.draft_quantize,
+        "linear": runner.linear,
         "device": str(runner.device),
         "threads": torch.get_num_threads(),
         "cpu": cpu_model(),
     }
     print(json.dumps(result, indent=2))
     return 0
+
+
+def local_config(args: argparse.Namespace) -> LocalConfig:
+    """The engine's configuration as moa-chat --local builds it (a shipped kind resolves to its checkpoint)."""
+    choice = resolve_draft(args.draft, "smollm2") if args.draft in SHIPPED_KINDS else None
+    return LocalConfig(
+        draft=args.draft,
+        checkpoint=choice.checkpoint if choice else None,
+        device=args.device,
+        int8_on_cpu=args.draft_quantize == "int8",
+        linear=args.linear,
+    )
 
 
 def _speed(total: list[float], clock: int) -> float:

@@ -14,6 +14,7 @@ from drafts.drafters.base import Drafter
 from drafts.errors import ConfigError
 from drafts.target.device import DEVICE_CHOICES, DTYPE_CHOICES, resolve_device, resolve_dtype
 from drafts.target.loading import load_target
+from drafts.target.packed_linear import LINEAR_CHOICES
 from drafts.target.runner import TargetRunner
 
 
@@ -27,6 +28,7 @@ class LocalConfig:
     device: str = "auto"  # auto picks cuda, then mps, then cpu
     dtype: str = "auto"  # auto: fp32 on cpu (exactly ar at T = 0), bf16 on cuda, fp16 on mps
     int8_on_cpu: bool = False  # a trained draft on a CPU in fp32 runs int8 layers (drafts.neural.checkpoint.load_draft)
+    linear: str = "auto"  # the target's Linear layers: packed for oneDNN on a CPU in fp32 (drafts.target.packed_linear)
     stats_interval_s: float = 0.5  # StatsUpdated about twice a second during a generation
 
     def __post_init__(self) -> None:
@@ -34,6 +36,8 @@ class LocalConfig:
             raise ConfigError(f"unknown device {self.device!r}; use one of {', '.join(DEVICE_CHOICES)}")
         if self.dtype not in DTYPE_CHOICES:
             raise ConfigError(f"unknown dtype {self.dtype!r}; use one of {', '.join(DTYPE_CHOICES)}")
+        if self.linear not in LINEAR_CHOICES:
+            raise ConfigError(f"unknown linear mode {self.linear!r}; use one of {', '.join(LINEAR_CHOICES)}")
         if self.checkpoint is not None and self.draft is None:
             raise ConfigError("a draft checkpoint was given without a draft; name the draft (e.g. moa) or drop it")
         if self.stats_interval_s <= 0:
@@ -43,7 +47,7 @@ class LocalConfig:
 def load_models(config: LocalConfig) -> tuple[TargetRunner, Drafter | None]:
     """The target (on ``config.device``) and the draft beside it (None for the draftless variant)."""
     device = resolve_device(config.device)
-    runner = TargetRunner(load_target(config.target, device, resolve_dtype(config.dtype, device)))
+    runner = TargetRunner(load_target(config.target, device, resolve_dtype(config.dtype, device), config.linear))
     return runner, load_drafter(config, runner)
 
 

@@ -19,6 +19,7 @@ from drafts.neural.kinds import KIND_NAMES
 # As drafts.target.device.DEVICE_CHOICES (a test checks): not imported from there, because that
 # imports torch, and moa-chat starts the demo's verifier before it imports torch (saves seconds).
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
+LINEAR_CHOICES = ("auto", "packed", "dense")  # as drafts.target.packed_linear.LINEAR_CHOICES (a test checks)
 
 MODES = ("demo", "remote", "local", "api")
 DRAFT_KINDS = (*KIND_NAMES, "none")
@@ -88,10 +89,11 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "chain",
-        4,
-        "draft shape: a chain of G tokens per round (as moa-bench --chain)",
-        "an integer from 1 to 64",
-        lambda v: 1 <= v <= 64,
+        0,
+        "draft shape: a chain of G tokens per round (as moa-bench --chain); 0: the best measured for where the "
+        "target runs (2 for --local on a CPU, else 4)",
+        "0 or an integer from 1 to 64",
+        lambda v: 0 <= v <= 64,
         int,
     ),
     Option(
@@ -142,6 +144,15 @@ OPTIONS: tuple[Option, ...] = (
         "int8: on a CPU the draft runs int8 layers (a drafted token costs ~1/3; MoA keeps its acceptance); none: fp32",
         "int8 or none",
         lambda v: v in ("int8", "none"),
+        str,
+    ),
+    Option(
+        "target_linear",
+        "auto",
+        "--local: the target's Linear layers; auto packs them for oneDNN on a CPU in float32 (~2x faster, the same "
+        "output); dense: PyTorch's own kernels",
+        f"one of {', '.join(LINEAR_CHOICES)}",
+        lambda v: v in LINEAR_CHOICES,
         str,
     ),
     Option(

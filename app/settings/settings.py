@@ -26,7 +26,7 @@ class Settings:
     temperature: float = BY_NAME["temperature"].default
     top_p: float = BY_NAME["top_p"].default
     max_tokens: int = BY_NAME["max_tokens"].default
-    chain: int = BY_NAME["chain"].default  # draft shape: chain length G
+    chain: int = BY_NAME["chain"].default  # draft shape: chain length G (0: default_chain())
     tree: str = BY_NAME["tree"].default  # draft shape: "DEPTH,TOPK,TOTAL", or "" for a chain
     offline_budget: int = BY_NAME["offline_budget"].default
     theme: str = BY_NAME["theme"].default
@@ -35,6 +35,7 @@ class Settings:
     server: str = BY_NAME["server"].default
     token_file: str = BY_NAME["token_file"].default
     draft_quantize: str = BY_NAME["draft_quantize"].default
+    target_linear: str = BY_NAME["target_linear"].default
     draft: str = BY_NAME["draft"].default
     target: str = BY_NAME["target"].default
     device: str = BY_NAME["device"].default
@@ -56,7 +57,22 @@ class Settings:
     def shape(self) -> DraftShape:
         from drafts.drafters.base import DraftShape
 
-        return DraftShape.parse_tree(self.tree) if self.tree else DraftShape(gamma=self.chain)
+        return DraftShape.parse_tree(self.tree) if self.tree else DraftShape(gamma=self.chain or self.default_chain())
+
+    def default_chain(self) -> int:
+        """``chain = 0``: the best measured chain for where the target runs (:mod:`drafts.target.default_shape`):
+        this device's for ``--local`` (2 with the packed target on a CPU), the remote verifier's otherwise."""
+        from drafts.errors import ConfigError
+        from drafts.target.default_shape import DEFAULT_CHAIN, VERIFIER_CHAIN, default_chain
+        from drafts.target.device import default_dtype, resolve_device
+
+        if self.mode != "local":
+            return VERIFIER_CHAIN
+        try:
+            device = resolve_device(self.device)
+            return default_chain(device, default_dtype(device), self.target_linear)
+        except ConfigError:  # a device this machine lacks: the local engine says so when it loads
+            return DEFAULT_CHAIN
 
     @property
     def sampling(self) -> SamplingConfig:

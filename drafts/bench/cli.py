@@ -28,6 +28,7 @@ from drafts.drafters.base import DraftShape
 from drafts.drafters.registry import drafter_spec, set_checkpoint
 from drafts.errors import ConfigError, MoaError
 from drafts.sampling import SamplingConfig
+from drafts.target.default_shape import default_chain
 from drafts.target.device import DEVICE_CHOICES, DTYPE_CHOICES, resolve_device, resolve_dtype
 from drafts.target.loading import load_target
 from drafts.target.runner import TargetRunner
@@ -44,7 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0, help="seed of sampling at T>0")
     shape = p.add_mutually_exclusive_group()
-    shape.add_argument("--chain", type=int, default=4, help="draft a chain of G tokens per round (default 4)")
+    shape.add_argument(
+        "--chain",
+        type=int,
+        default=None,
+        help="draft a chain of G tokens per round (default: 2 for the packed target on a CPU, else 4;"
+        " drafts.target.default_shape)",
+    )
     p.add_argument(
         "--confidence",
         type=float,
@@ -57,10 +64,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--dtype", default="auto", choices=DTYPE_CHOICES, help="auto: float32 on CPU, bfloat16 on CUDA, float16 on MPS"
     )
-    p.add_argument(
+    linear = p.add_mutually_exclusive_group()
+    linear.add_argument(
+        "--dense-linear",
+        dest="linear",
+        action="store_const",
+        const="dense",
+        default="auto",
+        help="the target's Linear layers on PyTorch's dense kernels (default on a CPU in float32: packed once for"
+        " oneDNN, every method, ar too; drafts.target.packed_linear)",
+    )
+    linear.add_argument(
         "--packed-linear",
-        action="store_true",
-        help="CPU float32: the target's Linear layers with weights packed once for oneDNN (every method, ar too)",
+        dest="linear",
+        action="store_const",
+        const="packed",
+        help="packed, or an error where it cannot be (the default packs where it can)",
     )
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: torch's choice)")
@@ -87,6 +106,7 @@ def register_checkpoints(items: list[str]) -> None:
 
 
 def parse_config(args: argparse.Namespace) -> BenchConfig:
+    """The run's methods and decoding, checked before any model loads (the default chain: for how the target runs)."""
     register_checkpoints(args.checkpoint)
     methods = tuple(dict.fromkeys(m.strip() for m in args.method.split(",") if m.strip()))
     for m in methods:
@@ -96,10 +116,17 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
         methods = ("ar", *methods)  # speedups are relative to ar measured in the same run
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit must be >= 1, got {args.limit}")
-    shape = DraftShape.parse_tree(args.tree) if args.tree else DraftShape(gamma=args.chain)
+    shape = DraftShape.parse_tree(args.tree) if args.tree else DraftShape(gamma=_chain(args))
     shape = dataclasses.replace(shape, min_confidence=args.confidence)
     sampling = SamplingConfig(args.temperature, args.top_k, args.top_p, seed=args.seed)
     return BenchConfig(methods, DecodeConfig(args.max_new_tokens, sampling, shape))
+
+
+def _chain(args: argparse.Namespace) -> int:
+    if args.chain is not None:
+        return int(args.chain)
+    device = resolve_device(args.device)
+    return default_chain(device, resolve_dtype(args.dtype, device), args.linear)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,12 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         config = parse_config(args)
         prompts = load_prompts(args.dataset)
         device = resolve_device(args.device)
-        loaded = load_target(args.target, device, resolve_dtype(args.dtype, device))
-        if args.packed_linear:
-            from drafts.target.packed_linear import pack_linear_layers
-
-            pack_linear_layers(loaded.model)
-        runner = TargetRunner(loaded)
+        runner = TargetRunner(load_target(args.target, device, resolve_dtype(args.dtype, device), args.linear))
         token_prompts, skipped = fitting_prompts(runner, prompts, args.limit, config.decode.max_new_tokens)
         result = _run(runner, token_prompts, config)
     except MoaError as exc:
@@ -191,5 +213,6 @@ def _describe(args: argparse.Namespace, config: BenchConfig, runner: TargetRunne
         "top_p": s.top_p,
         "seed": s.seed,
         "draft_shape": config.decode.shape.describe(),
+        "linear": runner.linear,
         **run_environment(runner),
     }

@@ -3,6 +3,10 @@
 GGUF files are dequantised by transformers on first load (~30 s for SmolLM2), so the converted
 weights are saved once as safetensors under the cache dir, keyed by the file's content
 (:mod:`drafts.target.gguf_cache`), and later starts take seconds.
+
+``linear`` says how the Linear layers run (:mod:`drafts.target.packed_linear`): the inference
+programs (moa-bench, moa-server, the local engine) pass ``auto``, packed on a CPU in float32;
+the default ``dense`` is what training and the data tools need (autograd, dense activations).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 from drafts.errors import ModelLoadError, UnsupportedArchitectureError
 from drafts.locations import converted_models_dir, package_file, smollm2_gguf
 from drafts.target.gguf_cache import converted
+from drafts.target.packed_linear import Linear, pack_linear_layers, resolve_linear
 
 DEFAULT_TARGET = "smollm2"
 ALIASES = ("smollm2", "gemma3-270m")
@@ -50,10 +55,13 @@ class LoadedTarget:
     model: PreTrainedModel
     tokenizer: Any
     fingerprint: TargetFingerprint
+    linear: Linear = "dense"  # how its Linear layers run: packed for oneDNN, or PyTorch's dense kernels
 
 
-def load_target(spec: str | None, device: torch.device, dtype: torch.dtype) -> LoadedTarget:
-    """Load ``spec`` (alias, .gguf path, directory or hub id) onto ``device`` in ``dtype``."""
+def load_target(spec: str | None, device: torch.device, dtype: torch.dtype, linear: str = "dense") -> LoadedTarget:
+    """Load ``spec`` (alias, .gguf path, directory or hub id) onto ``device`` in ``dtype``; ``linear``:
+    auto | packed | dense (:func:`drafts.target.packed_linear.resolve_linear`)."""
+    mode = resolve_linear(linear, device, dtype)  # a bad choice fails before seconds of loading
     spec = spec or DEFAULT_TARGET
     name, directory = _resolve(spec)
     tokenizer = _tokenizer_from_pretrained(directory, spec)
@@ -67,7 +75,9 @@ def load_target(spec: str | None, device: torch.device, dtype: torch.dtype) -> L
         vocab_size=model.config.get_text_config().vocab_size,
         tokenizer_hash=tokenizer_hash(tokenizer),
     )
-    return LoadedTarget(model, tokenizer, fingerprint)
+    if mode == "packed":
+        pack_linear_layers(model)
+    return LoadedTarget(model, tokenizer, fingerprint, mode)
 
 
 def tokenizer_hash(tokenizer: Any) -> str:

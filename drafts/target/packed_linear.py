@@ -1,4 +1,4 @@
-"""The target's Linear layers with oneDNN (mkldnn) prepacked weights, for CPU float32 inference.
+"""The target's Linear layers with oneDNN (mkldnn) prepacked weights: the CPU float32 default for inference.
 
 PyTorch's dense CPU Linear re-lays-out (packs) its weight on every call with more than one row,
 so on this kind of CPU a verify of 2-5 tokens cost 1.5-2x a one-token step although the weights
@@ -6,52 +6,101 @@ are read once either way. A weight packed once for oneDNN (``torch._C._nn.mkldnn
 that: measured on a loaded 2-core EPYC with SmolLM2-135M (300-token context, one thread, interleaved
 medians): one token 248 -> 112 ms, two 367 -> 167 ms, five 506 -> 168 ms.
 
-Opt-in (``moa-bench --packed-linear``), inference only: the packed layers have no autograd, they
-keep the dense weights beside the packed copy (the drafts read the target's head and TLI reuses its
-layers; a benchmark can afford the memory), and oneDNN rounds differently from the dense kernels, so
-plain and speculative decoding both run packed when they are compared.
+Which layers a target runs is one decision, :func:`resolve_linear`, made once where the target loads
+(:func:`drafts.target.loading.load_target`): ``auto`` is ``packed`` on a CPU in float32 with oneDNN,
+``dense`` anywhere else. Inference only: a packed layer refuses an input that wants gradients
+(training loads the target ``dense``: the drafts train on dense activations, and autograd needs the
+weights). oneDNN rounds differently from the dense kernels, so whatever is compared with the target's
+own greedy output (``ar``) must run on a target loaded the same way. The packed copy replaces the dense
+weight, except the LM head's and any weight shared with another module (tied to the embeddings): the
+drafts read the head rows (``TargetParts``), the embeddings stay an ``nn.Embedding``.
 """
 
 from __future__ import annotations
+
+from collections import Counter
+from typing import Literal
 
 import torch
 from torch import nn
 
 from drafts.errors import ConfigError
 
+LINEAR_CHOICES = ("auto", "packed", "dense")
+Linear = Literal["packed", "dense"]
+
+
+def resolve_linear(choice: str, device: torch.device, dtype: torch.dtype) -> Linear:
+    """``auto``: ``packed`` where it applies (CPU, float32, oneDNN), else ``dense``; ``packed`` is checked."""
+    if choice not in LINEAR_CHOICES:
+        raise ConfigError(f"unknown linear mode {choice!r}; use one of {', '.join(LINEAR_CHOICES)}")
+    problem = _unpackable_because(device, dtype)
+    if choice == "auto":
+        return "dense" if problem else "packed"
+    if choice == "packed" and problem:
+        raise ConfigError(f"packed Linear layers need {problem}; use the dense layers (--dense-linear)")
+    return "packed" if choice == "packed" else "dense"
+
+
+def _unpackable_because(device: torch.device, dtype: torch.dtype) -> str | None:
+    if not torch.backends.mkldnn.is_available():
+        return "a PyTorch build with oneDNN (mkldnn)"
+    if device.type != "cpu" or dtype != torch.float32:
+        return f"CPU float32 weights, and this target is {str(dtype).removeprefix('torch.')} on {device}"
+    return None
+
 
 class PackedLinear(nn.Module):
-    """``linear``'s computation with its weight packed once for oneDNN (CPU, float32, no autograd)."""
+    """``linear``'s computation with its weight packed once for oneDNN (CPU, float32, no autograd).
 
-    def __init__(self, linear: nn.Linear) -> None:
+    ``keep_dense``: keep ``linear``'s weight and bias as this module's too (the LM head, tied weights);
+    otherwise the packed copy is the only one and the dense memory is freed with ``linear``.
+    """
+
+    def __init__(self, linear: nn.Linear, keep_dense: bool = True) -> None:
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
-        self.weight, self.bias = linear.weight, linear.bias  # kept: drafts read the head (TargetParts), ties stay
         self.packed_weight = linear.weight.detach().to_mkldnn()  # (out, in) in oneDNN's layout
         self.packed_bias = linear.bias.detach().to_mkldnn() if linear.bias is not None else None
+        if keep_dense:
+            self.weight, self.bias = linear.weight, linear.bias
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (..., in) -> (..., out)
+        if x.requires_grad and torch.is_grad_enabled():
+            raise ConfigError(
+                "the target's packed Linear layers run inference only (no autograd); "
+                "load the target with linear='dense' to train through it"
+            )
         rows = x.reshape(-1, self.in_features).contiguous().to_mkldnn()  # (N, in)
         y = torch._C._nn.mkldnn_linear(rows, self.packed_weight, self.packed_bias).to_dense()  # (N, out)
         return y.reshape(*x.shape[:-1], self.out_features)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, packed=oneDNN"
 
 
 def pack_linear_layers(model: nn.Module) -> nn.Module:
     """Swap every ``nn.Linear`` below ``model`` (the LM head included) for a :class:`PackedLinear`."""
     _check_packable(model)
+    shared = _dense_weights_to_keep(model)
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if type(child) is nn.Linear:
-                setattr(parent, name, PackedLinear(child))
+                setattr(parent, name, PackedLinear(child, keep_dense=id(child.weight) in shared))
     return model
 
 
+def _dense_weights_to_keep(model: nn.Module) -> set[int]:
+    """ids of the weights read outside their Linear: the LM head's, and any a second module holds (tied)."""
+    holders = Counter(id(p) for m in model.modules() for p in m.parameters(recurse=False))
+    keep = {pid for pid, n in holders.items() if n > 1}
+    get_head = getattr(model, "get_output_embeddings", None)
+    head = get_head() if callable(get_head) else None
+    if isinstance(head, nn.Module) and isinstance(getattr(head, "weight", None), torch.Tensor):
+        keep.add(id(head.weight))
+    return keep
+
+
 def _check_packable(model: nn.Module) -> None:
-    if not torch.backends.mkldnn.is_available():
-        raise ConfigError("--packed-linear needs a PyTorch build with oneDNN (mkldnn); drop the flag")
     weight = next(model.parameters())
-    if weight.device.type != "cpu" or weight.dtype != torch.float32:
-        raise ConfigError(
-            f"--packed-linear packs CPU float32 weights; this target is {weight.dtype} on {weight.device}: "
-            "drop the flag or use --device cpu --dtype float32"
-        )
+    resolve_linear("packed", weight.device, weight.dtype)

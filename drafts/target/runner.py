@@ -28,6 +28,7 @@ class TargetRunner:
         self.model = loaded.model
         self.tokenizer = loaded.tokenizer
         self.fingerprint = loaded.fingerprint
+        self.linear = loaded.linear  # packed | dense: what is compared with its greedy output must match
         self.config = self.model.config.get_text_config()
         self.device = next(self.model.parameters()).device
         self.dtype = next(self.model.parameters()).dtype

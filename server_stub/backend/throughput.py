@@ -23,6 +23,7 @@ from drafts.protocol import Needs
 from drafts.sampling import SamplingConfig
 from drafts.target.device import resolve_device
 from drafts.target.loading import load_target
+from drafts.target.packed_linear import LINEAR_CHOICES
 from drafts.target.runner import TargetRunner
 from drafts.tree import DraftTree
 from server_stub.backend.base import VerifyJob
@@ -80,15 +81,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefix", type=int, default=128, help="committed tokens per session")
     parser.add_argument("--gamma", type=int, default=4, help="drafted tokens per chain")
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--linear", default="auto", choices=LINEAR_CHOICES, help="as moa-server --linear")
     args = parser.parse_args(argv)
     device = resolve_device(args.device)
-    runner = TargetRunner(load_target(args.target, device, torch.float32))
+    runner = TargetRunner(load_target(args.target, device, torch.float32, args.linear))
     results = [measure(runner, b, args.prefix, args.gamma, args.rounds) for b in args.batch]
     print(
         json.dumps(
             {
                 "target": runner.fingerprint.name,
                 "device": str(device),
+                "linear": runner.linear,
                 "threads": torch.get_num_threads(),
                 "prefix": args.prefix,
                 "gamma": args.gamma,

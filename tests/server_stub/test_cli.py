@@ -12,7 +12,9 @@ from typing import IO
 
 import pytest
 
+from drafts.errors import ConfigError
 from server_stub.cli import backend_config, build_parser, config_from, main
+from server_stub.config import ServerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,6 +64,13 @@ def test_flags_become_the_server_config(tmp_path: Path) -> None:
     assert config.kv_memory_bytes == 64 * 2**20 and config.resume_grace == 5
     limits = backend_config(config)
     assert (limits.max_context, limits.max_tree_nodes, limits.kv_memory_bytes) == (512, 16, 64 * 2**20)
+
+
+def test_the_target_runs_packed_where_it_can_unless_dense_layers_are_asked_for() -> None:
+    assert config_from(build_parser().parse_args([])).linear == "auto"
+    assert config_from(build_parser().parse_args(["--linear", "dense"])).linear == "dense"
+    with pytest.raises(ConfigError, match="--linear must be one of auto, packed, dense"):
+        ServerConfig(linear="fast")
 
 
 def test_an_open_host_without_a_token_exits_2_before_loading_anything(capsys: pytest.CaptureFixture[str]) -> None:

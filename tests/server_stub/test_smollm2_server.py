@@ -29,14 +29,16 @@ NEW_TOKENS = 32
 
 @pytest.fixture(scope="module")
 def runner() -> TargetRunner:
-    return TargetRunner(load_target(None, torch.device("cpu"), torch.float32))
+    """The reference target, loaded as moa-server loads it (packed on a CPU in float32 where oneDNN is there):
+    greedy outputs are compared on one kind of Linear layers, never packed against dense."""
+    return TargetRunner(load_target(None, torch.device("cpu"), torch.float32, linear="auto"))
 
 
 class ServerProcess:
     """moa-server in a subprocess; its JSON log lines are drained in a thread so the pipe never fills."""
 
-    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
-        self.process, self.url = process, url
+    def __init__(self, process: subprocess.Popen[str], url: str, linear: str | None) -> None:
+        self.process, self.url, self.linear = process, url, linear
         self.events: list[str] = []
         self._drain = threading.Thread(target=self._read, daemon=True)
         self._drain.start()
@@ -59,19 +61,21 @@ def server() -> Iterator[ServerProcess]:
     command = [sys.executable, "-m", "server_stub", "--port", "0", "--device", "cpu", "--max-tree", "32"]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
     assert process.stderr is not None
-    url = None
-    for line in process.stderr:  # JSON lines; the start event names the bound URL
+    url = linear = None
+    for line in process.stderr:  # JSON lines; the target event names its Linear layers, the start event the URL
         record = json.loads(line) if line.startswith("{") else {}
+        linear = record.get("linear", linear)
         if record.get("event") == "server.start":
             url = record["url"]
             break
     assert url is not None, "moa-server did not start"
-    yield ServerProcess(process, url)
+    yield ServerProcess(process, url, linear)
     if process.poll() is None:
         process.kill()
 
 
 def test_a_remote_greedy_answer_equals_the_targets_own(runner: TargetRunner, server: ServerProcess) -> None:
+    assert server.linear == runner.linear == ("packed" if torch.backends.mkldnn.is_available() else "dense")
     prompt = runner.format_chat(CHAT)
     expected = generate_autoregressive(runner, prompt, DecodeConfig(max_new_tokens=NEW_TOKENS)).tokens
 

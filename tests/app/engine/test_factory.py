@@ -35,6 +35,13 @@ def test_local_mode_builds_the_local_engine_without_loading_yet() -> None:
     assert messages
 
 
+def test_the_local_target_packs_where_it_can_unless_the_settings_ask_for_dense_layers() -> None:
+    packed, _ = build_engine(Settings(mode="local", device="cpu"))
+    dense, _ = build_engine(Settings(mode="local", device="cpu", target_linear="dense"))
+    assert isinstance(packed, LocalChatEngine) and isinstance(dense, LocalChatEngine)
+    assert (packed.config.linear, dense.config.linear) == ("auto", "dense")  # auto: packed on a CPU in float32
+
+
 def test_remote_mode_without_a_server_says_how_to_get_one() -> None:
     with pytest.raises(EngineError, match="needs a verifier: pass --server"):
         build_engine(Settings(mode="remote"))

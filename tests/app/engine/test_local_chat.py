@@ -336,3 +336,5 @@ def test_describe_names_the_local_mode_and_a_stream_before_open_is_refused(runne
         run(lambda: collect(engine, FIRST))
     with pytest.raises(ConfigError, match="checkpoint"):
         LocalConfig(draft=None, checkpoint=Path("checkpoints/moa"))
+    with pytest.raises(ConfigError, match="unknown linear mode 'fast'"):
+        LocalConfig(linear="fast")

@@ -5,6 +5,7 @@ plain decoding and the second reuses all of the first; cancel keeps the partial 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from app.engine.chat import Message
 from app.engine.events import EngineEvent, Shown, TokenGenerated
@@ -34,6 +35,7 @@ def test_smollm2_with_moa_answers_two_turns_as_plain_decoding_and_reuses_the_fir
     smollm2: tuple[CountingRunner, Drafter | None],
 ) -> None:
     runner, drafter = smollm2
+    assert runner.linear == ("packed" if torch.backends.mkldnn.is_available() else "dense")  # --local's CPU default
     engine = LocalChatEngine.of(runner, drafter)
     seen: dict[str, object] = {}
 

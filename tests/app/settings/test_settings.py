@@ -33,6 +33,7 @@ def test_settings_are_frozen() -> None:
         ("mode", "cloud", "demo, remote, local, api"),
         ("link", "56k", "lan, wifi, 5g, 4g, 3g, offline"),
         ("device", "tpu", "auto, cpu, cuda, mps"),
+        ("target_linear", "fast", "auto, packed, dense"),
         ("server", "http://x", "ws://"),
         ("offline_model", "model.bin", ".gguf"),
         ("offline_budget", True, "integer from 1 to 100000"),
@@ -75,3 +76,21 @@ def test_replace_validates() -> None:
 
 def test_a_device_may_name_its_index() -> None:
     assert Settings(device="cuda:1").device == "cuda:1"
+
+
+def test_the_choices_copied_to_keep_torch_out_of_startup_match_the_cores() -> None:
+    from app.settings import options
+    from drafts.target.device import DEVICE_CHOICES
+    from drafts.target.packed_linear import LINEAR_CHOICES
+
+    assert options.DEVICE_CHOICES == DEVICE_CHOICES and options.LINEAR_CHOICES == LINEAR_CHOICES
+
+
+def test_chain_0_is_the_best_measured_chain_for_where_the_target_runs() -> None:
+    from drafts.target.default_shape import DEFAULT_CHAIN, PACKED_CPU_CHAIN, VERIFIER_CHAIN
+
+    assert Settings().chain == 0
+    assert Settings(mode="local", device="cpu").shape.gamma == PACKED_CPU_CHAIN  # the packed target on a CPU
+    assert Settings(mode="local", device="cpu", target_linear="dense").shape.gamma == DEFAULT_CHAIN
+    assert Settings(mode="remote").shape.gamma == Settings(mode="demo").shape.gamma == VERIFIER_CHAIN
+    assert Settings(mode="local", device="cpu", chain=6).shape.gamma == 6  # a chain asked for is kept

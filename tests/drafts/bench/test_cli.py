@@ -9,7 +9,9 @@ import pytest
 import torch
 
 from drafts.bench import cli
+from drafts.target.default_shape import default_chain
 from drafts.target.loading import LoadedTarget
+from drafts.target.packed_linear import pack_linear_layers, resolve_linear
 from tests.tiny_targets import FakeTokenizer, tiny_model, tiny_runner
 
 JSON_KEYS = {
@@ -28,13 +30,16 @@ JSON_KEYS = {
 
 @pytest.fixture
 def loads(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
-    """Targets ``main`` asked for; each load gives a tiny random Llama."""
+    """Targets ``main`` asked for; each load gives a tiny random Llama, its layers as ``linear`` asks."""
     asked: list[str | None] = []
 
-    def load_target(spec: str | None, device: torch.device, dtype: torch.dtype) -> LoadedTarget:
+    def load_target(spec: str | None, device: torch.device, dtype: torch.dtype, linear: str = "dense") -> LoadedTarget:
         asked.append(spec)
         runner = tiny_runner(tiny_model("llama", seed=5), eos_token_id=63)
-        return LoadedTarget(runner.model, FakeTokenizer(eos_token_id=63), runner.fingerprint)
+        mode = resolve_linear(linear, device, dtype)
+        if mode == "packed":
+            pack_linear_layers(runner.model)
+        return LoadedTarget(runner.model, FakeTokenizer(eos_token_id=63), runner.fingerprint, mode)
 
     monkeypatch.setattr(cli, "load_target", load_target)
     return asked
@@ -61,7 +66,7 @@ def test_a_run_prints_the_table_and_writes_every_statistic_as_json(
     for name, stats in written["methods"].items():
         assert set(stats) >= JSON_KEYS, name
     assert written["methods"]["oracle"]["identical_to_ar"] is True
-    assert written["config"]["prompts"] == 2 and written["config"]["draft_shape"] == "chain 4"
+    assert written["config"]["prompts"] == 2 and written["config"]["draft_shape"] == f"chain {expected_chain()}"
     table = capsys.readouterr().out
     assert table.splitlines()[0].split()[:2] == ["method", "tau"]
     assert "oracle: ideal speedup" in table
@@ -80,7 +85,7 @@ def test_a_tree_shape_reaches_the_benchmark(loads: list[str | None], prompts_fil
 def test_dtype_bfloat16_runs_the_target_and_the_drafters_in_bfloat16(
     monkeypatch: pytest.MonkeyPatch, prompts_file: Path, tmp_path: Path
 ) -> None:
-    def load_target(spec: str | None, device: torch.device, dtype: torch.dtype) -> LoadedTarget:
+    def load_target(spec: str | None, device: torch.device, dtype: torch.dtype, linear: str = "dense") -> LoadedTarget:
         runner = tiny_runner(tiny_model("llama", seed=5), eos_token_id=63)
         return LoadedTarget(runner.model.to(dtype), FakeTokenizer(eos_token_id=63), runner.fingerprint)
 
@@ -94,6 +99,36 @@ def test_dtype_bfloat16_runs_the_target_and_the_drafters_in_bfloat16(
     written = json.loads(out.read_text())
     assert written["config"]["dtype"] == "bfloat16"
     assert written["methods"]["lookup"]["new_tokens"] == written["methods"]["ar"]["new_tokens"] > 0
+
+
+@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="needs oneDNN")
+@pytest.mark.parametrize(
+    ("flags", "linear", "shape"),
+    [
+        ([], "packed", "chain 2"),
+        (["--dense-linear"], "dense", "chain 4"),
+        (["--packed-linear"], "packed", "chain 2"),
+        (["--dense-linear", "--chain", "3"], "dense", "chain 3"),
+    ],
+)
+def test_the_target_runs_packed_on_a_cpu_with_its_best_chain_unless_told_otherwise_and_the_json_says_so(
+    loads: list[str | None], prompts_file: Path, tmp_path: Path, flags: list[str], linear: str, shape: str
+) -> None:
+    out = tmp_path / "bench.json"
+
+    options = ["--method", "lookup", "--limit", "1", "--max-new-tokens", "6", "--device", "cpu", *flags]
+    code = cli.main([*options, "--dataset", str(prompts_file), "--json", str(out)])
+
+    assert code == 0
+    written = json.loads(out.read_text())
+    assert written["config"]["linear"] == linear and written["config"]["draft_shape"] == shape
+    assert written["methods"]["lookup"]["identical_to_ar"] is True
+
+
+def test_dense_and_packed_linear_together_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["--dense-linear", "--packed-linear"])
+    assert "not allowed with argument" in capsys.readouterr().err
 
 
 def test_prompts_longer_than_the_context_are_skipped_named_and_replaced_by_later_ones(
@@ -112,6 +147,11 @@ def test_prompts_longer_than_the_context_are_skipped_named_and_replaced_by_later
     config = json.loads(out.read_text())["config"]
     assert config["prompts"] == 2 and config["skipped_prompts"] == ["huge"]
     assert "skipped 1 prompt(s) longer than the context" in capsys.readouterr().err
+
+
+def expected_chain() -> int:
+    """moa-bench's default chain here: for a CPU float32 target (drafts.target.default_shape)."""
+    return default_chain(torch.device("cpu"), torch.float32)
 
 
 def run_failing(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

@@ -7,8 +7,11 @@ import pytest
 import torch
 
 from drafts.errors import ConfigError, DeviceUnavailableError, ModelLoadError
+from drafts.target import loading
 from drafts.target.device import default_dtype, resolve_device
 from drafts.target.loading import TargetFingerprint, context_length, load_target, tokenizer_hash
+from drafts.target.packed_linear import PackedLinear
+from drafts.target.runner import TargetRunner
 from tests.tiny_targets import FakeTokenizer, tiny_model
 
 CPU = torch.device("cpu")
@@ -25,9 +28,7 @@ def test_a_nonexistent_relative_path_is_a_model_load_error() -> None:
 
 
 def test_a_directory_without_config_json_is_a_model_load_error(tmp_path: Path) -> None:
-    with pytest.raises(
-        ModelLoadError, match="is a directory without config.json; point --target at a saved model"
-    ):
+    with pytest.raises(ModelLoadError, match="is a directory without config.json; point --target at a saved model"):
         load_target(str(tmp_path), CPU, torch.float32)
 
 
@@ -55,9 +56,7 @@ def test_asking_for_cuda_without_a_gpu_is_a_device_unavailable_error() -> None:
         resolve_device("cuda")
 
 
-@pytest.mark.skipif(
-    torch.cuda.is_available() or torch.backends.mps.is_available(), reason="has an accelerator"
-)
+@pytest.mark.skipif(torch.cuda.is_available() or torch.backends.mps.is_available(), reason="has an accelerator")
 def test_auto_picks_the_cpu_on_a_machine_without_accelerators() -> None:
     assert resolve_device("auto") == CPU
 
@@ -96,3 +95,32 @@ def test_a_fingerprint_round_trips_through_a_dict() -> None:
     data = {**fingerprint.to_dict(), "extra": "ignored"}
 
     assert TargetFingerprint.from_dict(data) == fingerprint
+
+
+@pytest.fixture
+def saved_tiny_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A tiny Llama saved as a model directory (its tokenizer: the one-character fake)."""
+    tiny_model("llama").save_pretrained(tmp_path)
+    monkeypatch.setattr(loading, "_tokenizer_from_pretrained", lambda source, spec: FakeTokenizer())
+    return str(tmp_path)
+
+
+@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="needs oneDNN")
+def test_an_inference_load_packs_a_cpu_float32_target_and_a_plain_load_stays_dense(saved_tiny_target: str) -> None:
+    packed = load_target(saved_tiny_target, CPU, torch.float32, linear="auto")
+    dense = load_target(saved_tiny_target, CPU, torch.float32)  # training, data generation: the default
+
+    assert packed.linear == "packed" and any(isinstance(m, PackedLinear) for m in packed.model.modules())
+    assert dense.linear == "dense" and not any(isinstance(m, PackedLinear) for m in dense.model.modules())
+    assert TargetRunner(packed).linear == "packed"
+
+
+def test_an_inference_load_in_bfloat16_stays_dense_without_an_error(saved_tiny_target: str) -> None:
+    loaded = load_target(saved_tiny_target, CPU, torch.bfloat16, linear="auto")
+
+    assert loaded.linear == "dense" and not any(isinstance(m, PackedLinear) for m in loaded.model.modules())
+
+
+def test_asking_for_packed_layers_in_bfloat16_fails_before_loading(saved_tiny_target: str) -> None:
+    with pytest.raises(ConfigError, match="packed Linear layers need"):
+        load_target(str(Path(saved_tiny_target) / "not-read"), CPU, torch.bfloat16, linear="packed")

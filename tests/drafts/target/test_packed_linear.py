@@ -1,4 +1,4 @@
-"""The target with oneDNN-prepacked Linear layers (moa-bench --packed-linear): same computation."""
+"""The target with oneDNN-prepacked Linear layers (the CPU float32 default of inference): same computation."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ import torch
 from drafts.decoding.autoregressive import generate_autoregressive
 from drafts.decoding.config import DecodeConfig
 from drafts.errors import ConfigError
-from drafts.target.packed_linear import PackedLinear, pack_linear_layers
+from drafts.neural.target_parts import TargetParts
+from drafts.target.packed_linear import PackedLinear, pack_linear_layers, resolve_linear
 from tests.tiny_drafts import tiny_llama, tiny_target_runner
 
 pytestmark = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="needs oneDNN")
+
+CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 
 
 def test_a_packed_linear_computes_the_dense_one() -> None:
@@ -43,3 +46,63 @@ def test_packing_refuses_weights_that_are_not_cpu_float32() -> None:
     runner.model.to(torch.bfloat16)
     with pytest.raises(ConfigError, match="float32"):
         pack_linear_layers(runner.model)
+
+
+def test_auto_packs_on_a_cpu_in_float32_only() -> None:
+    assert resolve_linear("auto", CPU, torch.float32) == "packed"
+    assert resolve_linear("auto", CPU, torch.bfloat16) == "dense"
+    assert resolve_linear("auto", CUDA, torch.bfloat16) == "dense"
+    assert resolve_linear("auto", CUDA, torch.float32) == "dense"
+    assert resolve_linear("dense", CPU, torch.float32) == "dense"
+    assert resolve_linear("packed", CPU, torch.float32) == "packed"
+
+
+def test_auto_is_dense_without_onednn(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: False)
+    assert resolve_linear("auto", CPU, torch.float32) == "dense"
+    with pytest.raises(ConfigError, match="oneDNN"):
+        resolve_linear("packed", CPU, torch.float32)
+
+
+def test_asking_for_packed_where_it_cannot_be_or_an_unknown_mode_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="bfloat16 on cuda.*--dense-linear"):
+        resolve_linear("packed", CUDA, torch.bfloat16)
+    with pytest.raises(ConfigError, match="unknown linear mode 'fast'; use one of auto, packed, dense"):
+        resolve_linear("fast", CPU, torch.float32)
+
+
+def test_a_packed_layer_refuses_an_input_that_wants_gradients() -> None:
+    packed = PackedLinear(torch.nn.Linear(8, 4))
+    x = torch.randn(3, 8, requires_grad=True)
+    with pytest.raises(ConfigError, match="inference only.*linear='dense'"):
+        packed(x)
+    with torch.no_grad():
+        assert packed(x).shape == (3, 4) and not packed(x).requires_grad
+
+
+def test_packing_frees_the_dense_layers_but_keeps_the_head_the_drafts_read() -> None:
+    model = tiny_llama(seed=0)
+    head = model.get_output_embeddings().weight
+    dense_bytes = _bytes(model)
+    pack_linear_layers(model)
+    assert isinstance(model.lm_head, PackedLinear) and model.get_output_embeddings().weight is head
+    assert torch.equal(TargetParts.from_model(model).head_weight, head)
+    attention = model.model.layers[0].self_attn
+    assert isinstance(attention.q_proj, PackedLinear) and not hasattr(attention.q_proj, "weight")
+    embeddings, norms = model.get_input_embeddings().weight, _bytes(model, "norm")
+    assert _bytes(model) == 4 * (head.numel() + embeddings.numel()) + norms < dense_bytes
+
+
+def test_a_head_tied_to_the_embeddings_stays_tied() -> None:
+    model = tiny_llama(seed=0)
+    model.lm_head.weight = model.get_input_embeddings().weight  # tied, as SmolLM2's
+    pack_linear_layers(model)
+    assert model.get_output_embeddings().weight is model.get_input_embeddings().weight
+    x = torch.randn(2, 64)
+    with torch.inference_mode():
+        assert torch.allclose(model.lm_head(x), x @ model.get_input_embeddings().weight.T, atol=1e-5)
+
+
+def _bytes(model: torch.nn.Module, part: str = "") -> int:
+    """Bytes of the (fp32) parameters whose name contains ``part``."""
+    return sum(p.numel() * 4 for name, p in model.named_parameters() if part in name)

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import torch
 
 from drafts.moa.model import MoADraft
+from drafts.target.packed_linear import pack_linear_layers
 from drafts.target.runner import TargetRunner
 from server_stub.backend.base import TargetBackend
 from server_stub.backend.draft_memory import MemoryCompressor
@@ -28,7 +30,19 @@ def _transformers(runner: TargetRunner, compressor: MemoryCompressor | None, lim
     return TransformersBackend(runner, TransformersBackendConfig(**limits), compressor)
 
 
+def _transformers_packed(
+    runner: TargetRunner, compressor: MemoryCompressor | None, limits: dict[str, Any]
+) -> TargetBackend:
+    """moa-server's CPU float32 default: the target's Linear layers packed for oneDNN. The reference runner
+    shares the model, so the expected values come from the packed target too (as they must: ``ar`` and the
+    verifier compared on one kind of layers)."""
+    pack_linear_layers(runner.model)
+    return TransformersBackend(runner, TransformersBackendConfig(**limits), compressor)
+
+
 BACKENDS: dict[str, BackendFactory] = {"transformers": _transformers}
+if torch.backends.mkldnn.is_available():
+    BACKENDS["transformers-packed"] = _transformers_packed
 
 
 @dataclass
