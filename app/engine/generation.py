@@ -2,7 +2,9 @@
 
     start     (here) keep what the last generation left in the verifier and the draft (the longest
               common prefix with this prompt: a chat's next turn), Prefill the rest of the prompt
-              but its newest token, take the vectors into the draft. A verifier that cannot be
+              but its newest token, take the vectors into the draft; the newest token goes right
+              behind them as a Verify of its own (no draft: the draft has not seen the prompt yet),
+              so the first token comes back on the prompt's round trip. A verifier that cannot be
               reached starts the answer offline at once if something can write it, else the
               generation fails at once (VerifierUnavailableError), not after a connect timeout.
     online    :mod:`app.engine.online`: chains drafted ahead while the last one is verified, or
@@ -24,6 +26,7 @@ never taken back (only offline ones are replaced).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 
@@ -44,11 +47,12 @@ from drafts.decoding.config import DecodeConfig
 from drafts.decoding.stopping import StopReason
 from drafts.errors import ErrorCode
 from drafts.neural.chain import ChainPolicy, IncrementalChain, Proposal
-from drafts.protocol import Prefilled, Verified
+from drafts.protocol import Prefilled, Verified, Verify
 from drafts.protocol.vectors import from_wire
 from drafts.sampling import SamplingConfig
 from drafts.target.activations import Activations
 from drafts.target.chat import common_prefix
+from drafts.tree import DraftTree
 
 
 class Generation:
@@ -117,14 +121,37 @@ class Generation:
         await self.work(self._cut_back, common_prefix(self.drafter.history, history))
         if not self.session.up:
             await self._connect()
+        first = self._first_verify()
+        started = time.perf_counter()
         try:
-            await self.session.start(history, self.take_prefilled, self.drafter.observed)
+            reply = await self.session.start(history, self.take_prefilled, self.drafter.observed, first)
         except VerifierRefusedError as exc:
             if exc.code is not ErrorCode.SESSION_UNKNOWN:
                 raise
             await self.session.replay(history, self.take_prefilled)
+            reply = None
         self.held = True
+        if reply is not None:
+            await self._first_round(reply, time.perf_counter() - started)
         self.offline.follow(self.transcript.context)
+
+    def _first_verify(self) -> Verify | None:
+        """The root alone, to ride behind the prompt's Prefill: the first token comes with the prompt's
+        round trip (none when the link is down, the answer has begun, or the context is full)."""
+        t = self.transcript
+        if not self.session.up or t.confirmed or t.offline or t.stop is not None:
+            return None
+        if len(t.context) >= self.session.capabilities.max_context:
+            return None
+        return Verify.of(0, t.root, DraftTree.chain([], None, None), self.sampling)
+
+    async def _first_round(self, reply: Reply, seconds: float) -> None:
+        """The target's token after the root, verified with the prompt: shown, and taken in by the draft."""
+        assert isinstance(reply, Verified)
+        t, root = self.transcript, self.transcript.root
+        self.progress.verified(0, 0, seconds)  # a target forward, though no round trip of its own
+        await self.scribe.run(t.confirm_round, [], [], reply.next_token)
+        await self.work(self.take_round, [root], reply)
 
     async def _connect(self) -> None:
         """One attempt at the verifier. Unreachable: the answer starts offline (LinkDownError) if

@@ -132,14 +132,22 @@ class VerifierSession:
         self.held, self.committed = held, reply.committed
 
     async def prefill(
-        self, tokens: list[int], take: TakePrefilled | None = None, behind: asyncio.Future[Reply] | None = None
-    ) -> None:
+        self,
+        tokens: list[int],
+        take: TakePrefilled | None = None,
+        behind: asyncio.Future[Reply] | None = None,
+        then: Request | None = None,
+    ) -> Reply | None:
         """Append ``tokens`` in chunks, PREFILL_PIPELINE of them in flight (see the module docstring);
         each chunk and its reply go to ``take``, in order. ``behind``: a request sent just before (a
-        Rewind), answered first: the chunks ride on its round trip."""
+        Rewind), answered first: the chunks ride on its round trip. ``then``: a request sent right
+        behind the last chunk, on the same round trip; returns its reply (None without one)."""
         in_flight: deque[tuple[list[int], asyncio.Future[Reply]]] = deque()
+        last: asyncio.Future[Reply] | None = None
         try:
             done = self._send_chunks(tokens, 0, in_flight, behind is not None)
+            if then is not None and done == len(tokens):
+                last = self._send_behind(then, behind is not None or bool(in_flight))
             if behind is not None:
                 await behind
             start = len(self.held)
@@ -151,12 +159,20 @@ class VerifierSession:
                 frame = PREFILL_FRAME_BYTES / PREFILL_PIPELINE
                 self.prefill_chunk = max(1, int(frame // _bytes_per_token(reply, len(piece))))
                 done += self._send_chunks(tokens, done, in_flight)  # before the draft takes this one in
+                if then is not None and last is None and done == len(tokens):
+                    last = self._send_behind(then, bool(in_flight))
                 if take is not None:
                     await take(start, piece, reply)
                 start += len(piece)
+            return None if last is None else await last
         finally:
             for _, task in in_flight:
                 task.cancel()
+            if last is not None:
+                last.cancel()
+
+    def _send_behind(self, request: Request, pipelined: bool) -> asyncio.Future[Reply]:
+        return asyncio.ensure_future(self.ask(request, pipelined=pipelined))
 
     def _send_chunks(
         self,
@@ -188,34 +204,54 @@ class VerifierSession:
         At most ``keep_at_most`` tokens are kept (what the draft still has: the Prefilled vectors of
         the rest go to ``take``, so the draft observes them again).
         """
+        keep, _ = await self._hold(history, take, keep_at_most)
+        return keep
+
+    async def _hold(
+        self,
+        history: Sequence[int],
+        take: TakePrefilled | None,
+        keep_at_most: int | None,
+        then: Request | None = None,
+    ) -> tuple[int, Reply | None]:
         keep = common_prefix(self.held, history)
         if keep_at_most is not None:
             keep = min(keep, keep_at_most)
         if self.unsure or len(self.held) != keep:
-            await self._rewind_and_prefill(keep, list(history[keep:]), take)
-        else:
-            await self.prefill(list(history[keep:]), take)
-        return keep
+            return keep, await self._rewind_and_prefill(keep, list(history[keep:]), take, then)
+        return keep, await self.prefill(list(history[keep:]), take, then=then)
 
-    async def _rewind_and_prefill(self, keep: int, tokens: list[int], take: TakePrefilled | None) -> None:
-        """Rewind to ``keep``, with the Prefill of ``tokens`` pipelined behind it (one round trip)."""
+    async def _rewind_and_prefill(
+        self, keep: int, tokens: list[int], take: TakePrefilled | None, then: Request | None = None
+    ) -> Reply | None:
+        """Rewind to ``keep``, with the Prefill of ``tokens`` (and ``then``) pipelined behind it: one round trip."""
         rewind = asyncio.ensure_future(self.ask(Rewind(0, keep)))
         try:
-            await self.prefill(tokens, take, behind=rewind)
+            reply = await self.prefill(tokens, take, behind=rewind, then=then)
             await rewind
         finally:
             rewind.cancel()
         self.unsure = False
+        return reply
 
     async def start(
-        self, history: Sequence[int], take: TakePrefilled | None = None, keep_at_most: int | None = None
-    ) -> None:
-        """A generation starts after ``history``: connect if need be (within connect_timeout_s), then hold it."""
+        self,
+        history: Sequence[int],
+        take: TakePrefilled | None = None,
+        keep_at_most: int | None = None,
+        then: Request | None = None,
+    ) -> Reply | None:
+        """A generation starts after ``history``: connect if need be (within connect_timeout_s), then hold it.
+
+        ``then`` (the first Verify) goes right behind the prompt, on its round trip, when the link is
+        up; returns its reply, or None when the start had to connect first (``then`` was not sent).
+        """
         if not self.up:
             deadline = time.perf_counter() + self.config.link.connect_timeout_s
             await self.reconnect(list(history), take, keep_at_most, deadline)
-        else:
-            await self.hold(history, take, keep_at_most)
+            return None
+        _, reply = await self._hold(history, take, keep_at_most, then)
+        return reply
 
     def forget(self) -> None:
         """Keep nothing of what the session holds: the next hold() rewinds to 0."""
