@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ import torch
 
 from drafts.eagle import model as eagle_model
 from drafts.moa import model as moa_model
+from drafts.moa.model import MoADraft
 from drafts.neural.base import NeuralDraft, TrainBatch
 from drafts.neural.checkpoint import load_draft
 from drafts.target.activations import ActivationRequest
@@ -43,29 +45,40 @@ def activations(runner: TargetRunner, ids: list[int], request: ActivationRequest
     return logits, runner.commit(session, None, request)
 
 
-@torch.no_grad()
-def train_accuracy(
-    model: NeuralDraft, runner: TargetRunner, seq: Sequence, depth: int, target_top: torch.Tensor
-) -> list[bool]:
-    """Agreement at response positions of the parallel pass with starts = i - depth."""
-    request = model.needs.union(ActivationRequest(hidden_layers=(runner.num_layers,)))
-    _, acts = activations(runner, seq.ids.tolist(), request)
-    T = len(seq.ids)
+@dataclass(frozen=True)
+class Probed:
+    """One held-out sequence with the target's activations (computed once, shared by every draft)."""
+
+    seq: Sequence
+    batch: TrainBatch  # ids, loss mask, final hidden, all-layer K/V
+    top: torch.Tensor  # (T,) the target's full-vocabulary argmax
+
+
+def probed(runner: TargetRunner, seq: Sequence) -> Probed:
+    request = ActivationRequest(hidden_layers=(runner.num_layers,), all_layer_kv=True)
+    logits, acts = activations(runner, seq.ids.tolist(), request)
     hidden = acts.hidden[runner.num_layers][None].float()
-    kv = None if acts.kv is None else acts.kv[None].float()
-    batch = TrainBatch(seq.ids[None], seq.loss_mask[None], hidden, kv)
+    assert acts.kv is not None
+    batch = TrainBatch(seq.ids[None], seq.loss_mask[None], hidden, acts.kv[None].float())
+    return Probed(seq, batch, logits.argmax(-1))
+
+
+@torch.no_grad()
+def train_accuracy(model: NeuralDraft, item: Probed, depth: int) -> list[bool]:
+    """Agreement at response positions of the parallel pass with starts = i - depth."""
+    T = len(item.seq.ids)
     starts = (torch.arange(T) - depth).clamp_min(0)[None]
     saved = moa_model.verification_starts, eagle_model.NOISE
-    moa_model.verification_starts = lambda mask, periods: starts  # type: ignore[assignment,misc]
+    moa_model.verification_starts = lambda mask, periods, depth0=False: starts  # type: ignore[assignment]
     eagle_model.NOISE = 0.0
     try:
-        pred = model.predict(batch, 1.0, torch.Generator().manual_seed(0))[0]  # (T, H)
+        pred = model.predict(item.batch, 1.0, torch.Generator().manual_seed(0))[0]  # (T, H)
     finally:
         moa_model.verification_starts, eagle_model.NOISE = saved
     draft_top = model.parts.to_target_ids(model.parts.logits(pred).argmax(-1))
-    keep = seq.loss_mask.clone()
+    keep = item.seq.loss_mask.clone()
     keep[:depth] = False
-    return (draft_top == target_top)[keep].tolist()
+    return (draft_top == item.top)[keep].tolist()
 
 
 @torch.no_grad()
@@ -88,16 +101,22 @@ def infer_accuracy(model: NeuralDraft, runner: TargetRunner, seq: Sequence, targ
 
 
 def probe(
-    model: NeuralDraft, runner: TargetRunner, seqs: list[Sequence], depths: list[int], infer: bool
+    model: NeuralDraft, runner: TargetRunner, items: list[Probed], depths: list[int], infer: bool
 ) -> dict[str, float]:
     rows: dict[str, list[bool]] = {}
-    for seq in seqs:
-        logits, _ = activations(runner, seq.ids.tolist(), ActivationRequest())
-        top = logits.argmax(-1)
-        for d in depths if model.kind == "moa" else [1]:  # EAGLE's pass is teacher-forced: depth 1 only
-            rows.setdefault(f"train d={d}", []).extend(train_accuracy(model, runner, seq, d, top))
+    for item in items:
+        if isinstance(model, MoADraft):  # the memory does not depend on the depth: compress once
+            assert item.batch.target_kv is not None
+            with torch.no_grad():
+                memory = model.compress(item.batch.target_kv)
+            model.compress = lambda kv, m=memory: m  # type: ignore[method-assign,misc]
+        try:
+            for d in depths if model.kind == "moa" else [1]:  # EAGLE's pass is teacher-forced: depth 1 only
+                rows.setdefault(f"train d={d}", []).extend(train_accuracy(model, item, d))
+        finally:
+            model.__dict__.pop("compress", None)
         if infer:
-            rows.setdefault("infer d=1", []).extend(infer_accuracy(model, runner, seq, top))
+            rows.setdefault("infer d=1", []).extend(infer_accuracy(model, runner, item.seq, item.top))
     return {k: sum(v) / len(v) for k, v in rows.items()} | {"positions": len(rows["train d=1"])}
 
 
@@ -122,13 +141,14 @@ def main() -> int:
     runner = TargetRunner(load_target(None, torch.device("cpu"), torch.float32))
     convs = load_training_conversations(args.data)[args.skip : args.skip + args.limit]
     seqs = [s for c in convs if (s := tokenize_conversation(runner.tokenizer, c, args.max_len)) is not None]
+    items = [probed(runner, seq) for seq in seqs]
     drafts = args.draft or [f"moa={SHIPPED / 'moa'}", f"eagle={SHIPPED / 'eagle'}"]
     depths = [int(d) for d in args.depths.split(",")]
     results: dict[str, dict[str, float]] = {}
     for spec in drafts:
         name, _, path = spec.partition("=")
         model = load_draft(Path(path), runner).eval()
-        results[name] = probe(model, runner, seqs, depths, not args.no_infer)
+        results[name] = probe(model, runner, items, depths, not args.no_infer)
         print(name, json.dumps(results[name]), flush=True)
     if args.json:
         meta = {k: str(v) for k, v in vars(args).items()}
