@@ -3,10 +3,12 @@
 A round drafts G tokens and the target verifies G+1 positions in one forward. Whether a longer chain
 pays depends on what that forward costs against a one-token step. On a CPU with the packed target
 (:mod:`drafts.target.packed_linear`, the CPU float32 default) the shipped MoA draft (int8, as the app
-runs it) measured, interleaved against ``ar`` in one run (sharegpt-heldout, T=0, 8 x 96, one
-thread): chain 2 beat chains 3 and 4 (``drafts/bench/results/2026-12-02-s7/packed-default``), as in
-session 6 (chain 2 1.10x, chain 4 1.02x of ``ar``). Elsewhere (dense layers, a GPU, a remote verifier,
-whose round trips make longer chains pay) the chain stays 4.
+runs it), chains 2, 3 and 4 interleaved per prompt against ``ar`` (sharegpt-heldout, T=0, 8 x 96, one
+thread on a core shared with other jobs; ``drafts/bench/results/2026-12-02-s7/packed-default``), in
+CPU-time speedup over ``ar`` (two runs): chain 2 1.05x / 1.05x, chain 3 1.04x / 1.02x, chain 4
+0.98x / 0.97x (tau 1.49, 1.57, 1.58: the third and fourth drafted tokens are rarely kept, and each costs a
+draft step and a wider verify). Session 6 agreed (chain 2 1.10x, chain 4 1.02x of ``ar``). Elsewhere
+(dense layers, a GPU, a remote verifier, whose round trips make longer chains pay) the chain stays 4.
 
 Used by ``moa-bench`` (no ``--chain``) and by the app's settings (``chain = 0``: the local engine's
 default); the remote engine's own default is :data:`VERIFIER_CHAIN`.
