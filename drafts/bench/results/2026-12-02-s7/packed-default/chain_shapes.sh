@@ -2,7 +2,8 @@
 # Session 7: the CPU default shape with the packed target (the new CPU default): ar and the shipped MoA
 # (int8, as the app runs it) at chain 2, 3 and 4, interleaved per prompt in one run (T=0,
 # sharegpt-heldout, 8 x 96, one thread pinned to core 0; core 1 ran training: read the ratios).
-#   RUN=run2 drafts/bench/results/2026-12-02-s7/packed-default/chain_shapes.sh   (run1 overlapped test runs on core 0; run2 did not)
+#   RUN=run3 drafts/bench/results/2026-12-02-s7/packed-default/chain_shapes.sh
+# run1 overlapped this session's test runs on core 0; run2 and run3 (with CPU seconds) other sessions' jobs only.
 set -euo pipefail
 cd "$(dirname "$0")/../../../../.."  # the repository root
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1
