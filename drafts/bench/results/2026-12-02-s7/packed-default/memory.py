@@ -23,7 +23,7 @@ def rss_mb() -> float:
     raise RuntimeError("no VmRSS")
 
 
-def measure(mode: str) -> dict[str, float]:
+def measure(mode: str) -> dict[str, float | str]:
     import torch
 
     from drafts.target import packed_linear
@@ -33,7 +33,7 @@ def measure(mode: str) -> dict[str, float]:
     torch.set_num_threads(1)
     if mode == "packed-keep-dense":  # session 6: every PackedLinear kept its dense weight too
         original = packed_linear.PackedLinear.__init__
-        packed_linear.PackedLinear.__init__ = lambda self, linear, keep_dense=True: original(self, linear, True)
+        packed_linear.PackedLinear.__init__ = lambda self, linear, keep_dense=True: original(self, linear, True)  # type: ignore[method-assign]
     before = rss_mb()
     linear = "dense" if mode == "dense" else "packed"
     runner = TargetRunner(load_target(None, torch.device("cpu"), torch.float32, linear))
