@@ -65,9 +65,11 @@ def probed(runner: TargetRunner, seq: Sequence) -> Probed:
 
 @torch.no_grad()
 def train_accuracy(model: NeuralDraft, item: Probed, depth: int) -> list[bool]:
-    """Agreement at response positions of the parallel pass with starts = i - depth."""
+    """Agreement at response positions of the parallel pass with starts = i - depth (``depth`` 0:
+    every query reads the first token's target state only, i.e. no target state of the context)."""
     T = len(item.seq.ids)
-    starts = (torch.arange(T) - depth).clamp_min(0)[None]
+    # depth 0: no memory past the first token (starts all 0), every response position scored
+    starts = (torch.arange(T) - depth).clamp_min(0)[None] if depth else torch.zeros(1, T, dtype=torch.long)
     saved = moa_model.verification_starts, eagle_model.NOISE
     moa_model.verification_starts = lambda mask, periods, depth0=False: starts  # type: ignore[assignment]
     eagle_model.NOISE = 0.0
@@ -133,7 +135,7 @@ def main() -> int:
     p.add_argument("--skip", type=int, default=305, help="conversations the shipped drafts trained on")
     p.add_argument("--limit", type=int, default=12)
     p.add_argument("--max-len", type=int, default=320)
-    p.add_argument("--depths", default="1,2,3,4")
+    p.add_argument("--depths", default="1,2,3,4", help="0: no target state past the first token")
     p.add_argument("--no-infer", action="store_true", help="only the training pass (the inference path is slow)")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
