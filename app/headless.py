@@ -75,6 +75,7 @@ class Answer:
             "ttft_s": None if s.ttft_s is None else round(s.ttft_s, 3),
             "offline_tokens": s.offline_tokens,
             "kept_after_repair": s.kept_after_repair,
+            "shape": self.last_stats.shape if self.last_stats is not None else "",
         }
 
     def to_json(self, info: EngineInfo) -> dict[str, Any]:

@@ -81,6 +81,7 @@ class VerifierServer:
                 max_frame_bytes=self.config.max_frame_bytes,
                 payload=PAYLOAD,
                 batching=caps.batching,
+                device_kind=caps.device_kind,
             ),
             slots=ConnectionSlots(self.config.max_connections, self.config.connections_per_client),
             queued=QueuedBytes(self.config.queued_bytes, self.config.queued_total_bytes()),

@@ -27,14 +27,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from app.bench.chats import BenchChat
 from app.bench.turns import References, TurnTotals, play_chat, turn_rows
 from app.engine.client_draft import ClientDraft
-from app.engine.config import EngineConfig, LinkConfig
+from app.engine.config import GAMMA_MAX, EngineConfig, LinkConfig
 from app.engine.draftless import Draftless
 from app.engine.events import Finished, GenerationStats, LinkLost, TokenGenerated
 from app.engine.sync import EngineThread
@@ -95,6 +95,8 @@ class RemoteBenchConfig:
     @property
     def decode(self) -> DecodeConfig:
         shape = self.tree if self.tree is not None else DraftShape()
+        if not shape.is_tree:  # a chain as long as the engine's config allows: fixed by --chain, else paced
+            shape = replace(shape, gamma=self.chain or GAMMA_MAX)
         return DecodeConfig(max_new_tokens=self.max_new_tokens, sampling=self.sampling, shape=shape)
 
 

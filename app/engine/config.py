@@ -52,13 +52,16 @@ class LinkConfig:
             raise ConfigError("backoff_max_s must be >= backoff_initial_s")
 
 
+GAMMA_MAX = 16  # the longest chain the pacer sends by default
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     """The remote engine: its link, how long it drafts, and what it does offline."""
 
     link: LinkConfig
     gamma_min: int = 1  # shortest chain sent for verification
-    gamma_max: int = 16  # longest (the server's max_tree_nodes caps it too)
+    gamma_max: int = GAMMA_MAX  # longest (the server's max_tree_nodes, and a chain asked, cap it too)
     acceptance_prior: float = 0.6  # per-token acceptance assumed before any round was measured
     offline_model: Path | None = None  # a GGUF model that continues offline (None: the draft alone)
     offline_wait_s: float = 30.0  # after an offline generation is complete, wait this long for the verifier

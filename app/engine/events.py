@@ -166,6 +166,7 @@ class StatsUpdated:
     verify_ms: float  # mean per round, as the client sees it (round trip included when remote)
     new_tokens: int
     offline_tokens: int  # shown as OFFLINE so far
+    shape: str = ""  # the draft shape of the verified rounds ("tree 4,4,16", "chain 4"); "" before the first
 
 
 @dataclass(frozen=True)

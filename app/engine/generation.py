@@ -26,6 +26,7 @@ never taken back (only offline ones are replaced).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -45,6 +46,7 @@ from app.engine.spell import offline_spell
 from app.engine.transcript import Scribe, Transcript
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.stopping import StopReason
+from drafts.drafters.base import DraftShape
 from drafts.errors import ErrorCode
 from drafts.neural.chain import ChainPolicy, IncrementalChain, Proposal
 from drafts.protocol import Prefilled, Verified, Verify
@@ -52,6 +54,7 @@ from drafts.protocol.vectors import from_wire
 from drafts.sampling import SamplingConfig
 from drafts.target.activations import Activations
 from drafts.target.chat import common_prefix
+from drafts.target.default_shape import is_verifier_default, verifier_shape
 from drafts.tree import DraftTree
 
 
@@ -82,6 +85,7 @@ class Generation:
         self.pacer = Pacer(config.gamma_min, config.gamma_max, config.acceptance_prior)
         self.progress = Progress(self.transcript, session)
         self.held = False  # the verifier holds this prompt's history
+        self.drafted_shape = ""  # the shape online rounds drafted (StatsUpdated.shape)
         self.deferred: list[tuple[int, list[int], Prefilled]] = []  # replayed vectors, taken in after a spell
 
     async def run(self) -> Finished:
@@ -112,7 +116,7 @@ class Generation:
         return finished
 
     def stats(self) -> StatsUpdated:
-        return self.progress.stats(self.pacer.rtt_s)
+        return dataclasses.replace(self.progress.stats(self.pacer.rtt_s), shape=self.drafted_shape)
 
     # -- start -----------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -227,7 +231,17 @@ class Generation:
         if self.drafter.observed == 0:
             return 0  # no target state seen yet (a one-token prompt): verify the root alone
         cap = min(room, caps.max_tree_nodes, self.decode.max_new_tokens - len(t.confirmed) - 1)
+        shape = self.shape
+        if not shape.is_tree and shape.gamma:  # a chain asked for: the pacer goes no longer
+            cap = min(cap, shape.gamma)
         return self.pacer.gamma(cap, drafted) if cap > 0 else 0
+
+    @property
+    def shape(self) -> DraftShape:
+        """The shape asked (``DecodeConfig.shape``); the default, the tree for the verifier's device."""
+        if is_verifier_default(self.decode.shape):
+            return verifier_shape(self.session.capabilities.device_kind)
+        return self.decode.shape
 
     def verified(self, proposed: int, reply: Verified, seconds: float) -> None:
         """A chain's reply: the pacer and the figures learn how it went."""

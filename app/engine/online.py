@@ -14,12 +14,14 @@ A round, top to bottom (:meth:`ChainRounds.run`):
        round's vectors during that flight). Else take in the vectors, start a chain below the new
        root from the tokens kept, grow it to ``gamma`` (back to 1)
 
-``gamma`` follows the measured round trip and acceptance (:mod:`app.engine.pacing`). The rounds
+``gamma`` follows the measured round trip and acceptance (:mod:`app.engine.pacing`), at most the
+chain length asked (``DecodeConfig.shape.gamma``). The rounds
 end at a stop or a full context, or with LinkDownError (the generation then starts an offline
 spell). Every drafting step is the core's (:class:`~drafts.neural.chain.IncrementalChain`, as
 ``moa-bench`` drafts), run on the draft's worker thread.
 
-With a tree shape (``DecodeConfig.shape``) each round drafts an EAGLE-2 dynamic tree instead and
+With a tree shape (``DecodeConfig.shape``, or by default the tree for the verifier's device:
+:func:`drafts.target.default_shape.verifier_shape`) each round drafts an EAGLE-2 dynamic tree instead and
 sends it whole (:func:`tree_round`). At T > 0 a tree goes up *without* q, and that is the exact
 rule for it: its candidates are the draft's top-k, chosen, not sampled, so each is a
 deterministic proposal (q = δ_x), which the verifier's multi-candidate rule accepts losslessly at
@@ -49,7 +51,10 @@ async def online(g: Generation) -> None:
     gamma = g.gamma()
     if gamma is None:
         return
-    if g.decode.shape.is_tree and gamma > 0:
+    shape = g.shape
+    longest = min(shape.gamma, g.pacer.gamma_max) if shape.gamma else g.pacer.gamma_max
+    g.drafted_shape = shape.describe() if shape.is_tree else f"paced chain <= {longest}"
+    if shape.is_tree and gamma > 0:
         await tree_round(g)
     else:
         await ChainRounds(g).run(gamma)
@@ -169,7 +174,7 @@ async def tree_round(g: Generation) -> None:
     """One round with an EAGLE-2 tree (no q at T > 0: see the module docstring): draft, Verify, confirm."""
     t, caps, root = g.transcript, g.session.capabilities, g.transcript.root
     room = min(caps.max_context - len(t.context) - 1, caps.max_tree_nodes)
-    shape = dataclasses.replace(g.decode.shape, tree_total=max(1, min(g.decode.shape.tree_total, room)))
+    shape = dataclasses.replace(g.shape, tree_total=max(1, min(g.shape.tree_total, room)))
     started = time.perf_counter()
     tree = await g.work(g.drafter.tree, root, shape)
     g.progress.drafted(time.perf_counter() - started)

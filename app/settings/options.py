@@ -90,8 +90,9 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "chain",
         0,
-        "draft shape: a chain of G tokens per round (as moa-bench --chain); 0: the best measured for where the "
-        "target runs (2 for --local on a CPU, else 4)",
+        "draft shape: a chain of at most G tokens per round (as moa-bench --chain); 0: the best measured for "
+        "where the target runs (a chain of 2 for --local on a CPU; remote: tree 4,4,16 on a CPU verifier, "
+        "6,10,60 on a GPU one)",
         "0 or an integer from 1 to 64",
         lambda v: 0 <= v <= 64,
         int,
@@ -99,7 +100,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "tree",
         "",
-        'draft shape: an EAGLE-2 tree DEPTH,TOPK,TOTAL instead of a chain ("" = chain)',
+        'draft shape: an EAGLE-2 tree DEPTH,TOPK,TOTAL instead of a chain ("": as chain says)',
         'DEPTH,TOPK,TOTAL integers >= 1 such as "4,4,16", or "" for a chain',
         _is_tree,
         str,

@@ -26,7 +26,7 @@ class Settings:
     temperature: float = BY_NAME["temperature"].default
     top_p: float = BY_NAME["top_p"].default
     max_tokens: int = BY_NAME["max_tokens"].default
-    chain: int = BY_NAME["chain"].default  # draft shape: chain length G (0: default_chain())
+    chain: int = BY_NAME["chain"].default  # draft shape: chain length G (0: default_shape())
     tree: str = BY_NAME["tree"].default  # draft shape: "DEPTH,TOPK,TOTAL", or "" for a chain
     offline_budget: int = BY_NAME["offline_budget"].default
     theme: str = BY_NAME["theme"].default
@@ -55,24 +55,30 @@ class Settings:
 
     @property
     def shape(self) -> DraftShape:
+        """The tree asked, else the chain asked, else the default for where the target runs."""
         from drafts.drafters.base import DraftShape
 
-        return DraftShape.parse_tree(self.tree) if self.tree else DraftShape(gamma=self.chain or self.default_chain())
+        if self.tree:
+            return DraftShape.parse_tree(self.tree)
+        return DraftShape(gamma=self.chain) if self.chain else self.default_shape()
 
-    def default_chain(self) -> int:
-        """``chain = 0``: the best measured chain for where the target runs (:mod:`drafts.target.default_shape`):
-        this device's for ``--local`` (2 with the packed target on a CPU), the remote verifier's otherwise."""
+    def default_shape(self) -> DraftShape:
+        """``chain = 0``, no tree: the best measured shape for where the target runs
+        (:mod:`drafts.target.default_shape`): for ``--local`` this device's chain (2 with the packed target
+        on a CPU); otherwise ``VERIFIER_DEFAULT``, which the remote engine turns into the tree for the
+        verifier's device once its Welcome says it (4,4,16 on a CPU, 6,10,60 on a GPU)."""
+        from drafts.drafters.base import DraftShape
         from drafts.errors import ConfigError
-        from drafts.target.default_shape import DEFAULT_CHAIN, VERIFIER_CHAIN, default_chain
+        from drafts.target.default_shape import DEFAULT_CHAIN, VERIFIER_DEFAULT, default_chain
         from drafts.target.device import default_dtype, resolve_device
 
         if self.mode != "local":
-            return VERIFIER_CHAIN
+            return VERIFIER_DEFAULT
         try:
             device = resolve_device(self.device)
-            return default_chain(device, default_dtype(device), self.target_linear)
+            return DraftShape(gamma=default_chain(device, default_dtype(device), self.target_linear))
         except ConfigError:  # a device this machine lacks: the local engine says so when it loads
-            return DEFAULT_CHAIN
+            return DraftShape(gamma=DEFAULT_CHAIN)
 
     @property
     def sampling(self) -> SamplingConfig:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from enum import Enum
 
-PROTOCOL_VERSION = 4  # the message set below; bump on any change to a message or its meaning
-# (2: Generate, 3: Cancel, 4: Verify's sparse top-K proposals q_indices / q_weights)
+PROTOCOL_VERSION = 5  # the message set below; bump on any change to a message or its meaning
+# (2: Generate, 3: Cancel, 4: Verify's sparse top-K proposals q_indices / q_weights,
+# 5: Welcome's capabilities.device_kind: a version-4 client would refuse the unknown field)
 
 
 class MessageType(Enum):

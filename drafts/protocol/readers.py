@@ -93,6 +93,10 @@ class Fields:
     def optional_text(self, name: str) -> str | None:
         return None if self.raw(name) is None else self.text(name)
 
+    def added_text(self, name: str) -> str | None:
+        """A field added after the first release of its message: absent (an older peer) reads as None."""
+        return self.optional_text(name) if name in self.data else None
+
     def integers(self, name: str) -> tuple[int, ...]:
         value = self.raw(name)
         if not isinstance(value, list) or not all(is_int(v) and 0 <= v <= MAX_INT for v in value):
@@ -195,6 +199,7 @@ def _capabilities(f: Fields) -> Capabilities:
         max_frame_bytes=f.integer("max_frame_bytes"),
         payload=f.text("payload"),
         batching=f.flag("batching"),
+        device_kind=f.added_text("device_kind"),
     )
 
 

@@ -34,10 +34,15 @@ class Capabilities:
     max_frame_bytes: int  # largest frame the server accepts
     payload: str  # activation encoding it sends: "float16", "bfloat16", "float32" or "int8"
     batching: bool  # whether it batches verifies of several sessions into one forward pass
+    # where the target runs ("cpu", "cuda", "mps"): the client picks its default draft shape by it
+    # (drafts.target.default_shape.verifier_shape); None: not said (a frame without it reads as None)
+    device_kind: str | None = None
 
     def __post_init__(self) -> None:
         require_positive("capabilities", max_context=self.max_context, max_tree_nodes=self.max_tree_nodes)
         require_positive("capabilities", max_frame_bytes=self.max_frame_bytes)
+        if self.device_kind is not None and not self.device_kind:
+            raise MalformedFrameError('capabilities.device_kind must be a device type such as "cpu" or null')
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,7 @@ class BackendCapabilities:
     max_batch: int  # jobs per verify call it runs in one forward
     payloads: tuple[str, ...]  # vectors it can return: "hidden", "kv", "memory"
     memory_draft_id: str | None  # the draft whose server-side part computes "memory" (None: none loaded)
+    device_kind: str = "cpu"  # where the target runs (torch.device.type): Welcome's capabilities.device_kind
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

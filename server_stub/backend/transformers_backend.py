@@ -108,6 +108,7 @@ class TransformersBackend:
             max_batch=self.config.max_batch,
             payloads=payloads,
             memory_draft_id=self.compressor.draft_id if self.compressor else None,
+            device_kind=self.runner.device.type,
         )
 
     def open(self, session_id: str, needs: Needs) -> None:

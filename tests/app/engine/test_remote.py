@@ -11,16 +11,18 @@ import pytest
 
 from app.engine.client_draft import ClientDraft
 from app.engine.errors import VerifierRefusedError, VerifierUnavailableError
-from app.engine.events import Finished, TokenGenerated
+from app.engine.events import Finished, StatsUpdated, TokenGenerated
 from app.engine.remote import RemoteEngine
 from app.engine.sync import EngineThread
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.stopping import StopReason
+from drafts.drafters.base import DraftShape
 from drafts.errors import ErrorCode
 from drafts.net import LinkProfile, ShaperThread, preset
 from drafts.neural.drafter import NeuralDrafter
 from drafts.neural.factory import default_config
 from drafts.sampling import SamplingConfig
+from drafts.target.default_shape import VERIFIER_DEFAULT, verifier_shape
 from tests.app.engine.scenario import (
     CLIENT_RUNNER,
     PROMPT,
@@ -61,14 +63,40 @@ def test_a_perfect_draft_sends_the_chains_it_drafted_while_the_last_one_was_veri
         ServerThread(SERVER_RUNNER) as server,
         ShaperThread(upstream_port=server.port, profile=far) as link,
         EngineThread(engine_config(link.port, gamma_max=8), client_draft("target")) as engine,
-    ):
-        finished = engine.generate(PROMPT, DecodeConfig(max_new_tokens=NEW_TOKENS))
+    ):  # a chain of 8 asked: the pacer may go that long
+        finished = engine.generate(PROMPT, DecodeConfig(max_new_tokens=NEW_TOKENS, shape=DraftShape(gamma=8)))
 
     assert list(finished.tokens) == reference(NEW_TOKENS)
     stats = finished.stats
     assert stats.accepted > stats.target and stats.verify_rounds <= NEW_TOKENS // 4
     drafted_rounds = stats.verify_rounds - 1  # the first verifies the root alone, behind the prompt
     assert stats.drafted_ahead >= 1 and stats.mean_gamma * stats.verify_rounds > 4 * drafted_rounds
+
+
+def test_the_default_shape_is_the_tree_for_the_verifiers_device() -> None:
+    with (
+        ServerThread(SERVER_RUNNER, moa_compressor()) as server,  # a CPU verifier: its Welcome says "cpu"
+        EngineThread(engine_config(server.port), client_draft("moa")) as engine,
+    ):
+        events = list(engine.stream(PROMPT, DecodeConfig(max_new_tokens=NEW_TOKENS, shape=VERIFIER_DEFAULT)))
+
+    finished, [*_, stats] = events[-1], [e for e in events if isinstance(e, StatsUpdated)]
+    assert isinstance(finished, Finished) and list(finished.tokens) == reference(NEW_TOKENS)
+    assert stats.shape == verifier_shape("cpu").describe() == "tree 4,4,16"
+
+
+def test_a_chain_asked_caps_the_pacer() -> None:
+    far = LinkProfile("far", latency_ms=50)  # a perfect draft over 100 ms round trips: the pacer would go to 8
+    with (
+        ServerThread(SERVER_RUNNER) as server,
+        ShaperThread(upstream_port=server.port, profile=far) as link,
+        EngineThread(engine_config(link.port, gamma_max=8), client_draft("target")) as engine,
+    ):
+        finished = engine.generate(PROMPT, DecodeConfig(max_new_tokens=NEW_TOKENS, shape=DraftShape(gamma=2)))
+
+    assert list(finished.tokens) == reference(NEW_TOKENS)
+    stats = finished.stats
+    assert stats.accepted > stats.target and 1 < stats.mean_gamma <= 2  # never longer than asked
 
 
 def test_a_moa_draft_falls_back_to_the_raw_kv_when_the_server_cannot_compress_it() -> None:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from app.engine.client_draft import ClientDraft
-from app.engine.events import EngineEvent, Finished, LinkLost, LinkState, Repaired, TokenGenerated
+from app.engine.events import EngineEvent, Finished, LinkLost, LinkState, Repaired, StatsUpdated, TokenGenerated
 from app.engine.remote_chat import RemoteChatEngine
 from drafts.data.conversations import Turn
 from drafts.decoding.autoregressive import generate_autoregressive
@@ -116,3 +116,46 @@ def test_smollm2_sampled_over_a_3g_link_never_loses_the_link() -> None:
     assert isinstance(finished, Finished) and finished.stop is not None and finished.stats.unverified == 0
     assert not [e for e in events if isinstance(e, LinkLost)]
     assert finished.stats.bytes_up / finished.stats.new_tokens < 4 * runner.config.vocab_size  # no dense q
+
+
+def test_smollm2_remote_default_is_the_cpu_verifiers_tree_and_a_chain_asked_caps_the_pacer() -> None:
+    from app.settings import Settings
+    from drafts.target.default_shape import verifier_shape
+
+    runner = TargetRunner(load_target(None, torch.device("cpu"), torch.float32))
+    checkpoint = shipped_checkpoint(runner.fingerprint.name, "moa")
+    draft = ClientDraft.of(NeuralDrafter(load_draft(checkpoint, runner)), draft_id(checkpoint), runner)
+    default = Settings(mode="remote", temperature=0.0, max_tokens=NEW)  # chain = 0, no tree: the default
+    asked = default.replace(chain=2)
+
+    async def answer(port: int, settings: Settings) -> tuple[list[EngineEvent], str | None]:
+        engine = RemoteChatEngine(engine_config(port), draft)
+        await engine.open()
+        events = [e async for e in engine.stream([Turn("user", USERS[0])], settings.decode_config())]
+        device_kind = engine.engine.session.capabilities.device_kind  # what the server's Welcome said
+        await engine.close()
+        return events, device_kind
+
+    with (
+        ServerThread(runner, MemoryCompressor.load(checkpoint, runner)) as server,
+        ShaperThread(upstream_port=server.port, profile=preset("lan")) as shaper,
+    ):
+        default_events, device_kind = asyncio.run(asyncio.wait_for(answer(shaper.port, default), 300))
+        asked_events, _ = asyncio.run(asyncio.wait_for(answer(shaper.port, asked), 300))
+
+    prompt = list(format_chat_after(runner.tokenizer, [Turn("user", USERS[0])], None).tokens)
+    expected = generate_autoregressive(runner, prompt, DecodeConfig(max_new_tokens=NEW)).tokens
+    for events in (default_events, asked_events):
+        finished = events[-1]
+        assert isinstance(finished, Finished) and list(finished.tokens) == expected  # identical to ar at T=0
+        assert finished.stats.unverified == 0 and finished.stats.verify_rounds < len(expected)
+    assert device_kind == "cpu"
+    [default_stats] = [e for e in default_events if isinstance(e, StatsUpdated)][-1:]
+    [asked_stats] = [e for e in asked_events if isinstance(e, StatsUpdated)][-1:]
+    assert default_stats.shape == verifier_shape("cpu").describe() == "tree 4,4,16"
+    assert asked_stats.shape == "paced chain <= 2" and len(asked_stats.acceptance_by_depth) <= 2
+    print(
+        f"\nSmolLM2 remote over lan, {NEW} tokens: default {default_stats.shape} "
+        f"{default_stats.round_trips_per_100:.1f} round trips per 100 tokens; "
+        f"{asked_stats.shape} {asked_stats.round_trips_per_100:.1f}"
+    )

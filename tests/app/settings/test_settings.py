@@ -87,10 +87,13 @@ def test_the_choices_copied_to_keep_torch_out_of_startup_match_the_cores() -> No
 
 
 def test_chain_0_is_the_best_measured_chain_for_where_the_target_runs() -> None:
-    from drafts.target.default_shape import DEFAULT_CHAIN, PACKED_CPU_CHAIN, VERIFIER_CHAIN
+    from drafts.target.default_shape import DEFAULT_CHAIN, PACKED_CPU_CHAIN, VERIFIER_DEFAULT
 
     assert Settings().chain == 0
     assert Settings(mode="local", device="cpu").shape.gamma == PACKED_CPU_CHAIN  # the packed target on a CPU
     assert Settings(mode="local", device="cpu", target_linear="dense").shape.gamma == DEFAULT_CHAIN
-    assert Settings(mode="remote").shape.gamma == Settings(mode="demo").shape.gamma == VERIFIER_CHAIN
+    # remote: the verifier's default, which the remote engine resolves by the verifier's device
+    assert Settings(mode="remote").shape == Settings(mode="demo").shape == VERIFIER_DEFAULT
+    assert Settings(mode="remote", chain=4).shape.gamma == 4 and not Settings(mode="remote", chain=4).shape.is_tree
+    assert Settings(mode="remote", tree="4,4,16").shape.describe() == "tree 4,4,16"
     assert Settings(mode="local", device="cpu", chain=6).shape.gamma == 6  # a chain asked for is kept
