@@ -12,7 +12,9 @@ import pytest
 from app.engine.events import LinkLost, LinkRestored, Reconnecting, Repaired, TokenGenerated
 from app.engine.sync import EngineThread
 from drafts.decoding.config import DecodeConfig
+from drafts.drafters.base import DraftShape
 from drafts.net import LinkProfile, ShaperThread, preset
+from drafts.target.default_shape import VERIFIER_DEFAULT
 from tests.app.engine.scenario import (
     PROMPT,
     SERVER_RUNNER,
@@ -30,10 +32,12 @@ CUT_AT = 6  # output position after which the link goes
 WIFI = preset("wifi")  # 10 ms RTT: slow enough that the cut lands mid-generation
 
 
-def generate(engine: EngineThread, at_token: Callable[[int], None] | None = None) -> Recording:
+def generate(
+    engine: EngineThread, at_token: Callable[[int], None] | None = None, shape: DraftShape | None = None
+) -> Recording:
     """One generation; ``at_token(position)`` is called on each token shown (from the consumer's thread)."""
     recording = Recording()
-    for event in engine.stream(PROMPT, DecodeConfig(max_new_tokens=NEW_TOKENS)):
+    for event in engine.stream(PROMPT, DecodeConfig(max_new_tokens=NEW_TOKENS, shape=shape or DraftShape())):
         recording.add(event)
         if at_token is not None and isinstance(event, TokenGenerated):
             at_token(event.position)
@@ -56,8 +60,11 @@ def later(seconds: float, action: Callable[[], None]) -> None:
     threading.Timer(seconds, action).start()
 
 
-@pytest.mark.parametrize("kind", ["moa", "target"])
-def test_a_cut_link_is_bridged_offline_and_repaired_to_the_targets_own_output(kind: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "shape"),
+    [("moa", DraftShape()), ("target", DraftShape()), ("moa", VERIFIER_DEFAULT)],  # the last: the default tree
+)
+def test_a_cut_link_is_bridged_offline_and_repaired_to_the_targets_own_output(kind: str, shape: DraftShape) -> None:
     cut: dict[str, float] = {}
     with (
         ServerThread(SERVER_RUNNER, moa_compressor(), resume_grace=30) as server,
@@ -70,7 +77,7 @@ def test_a_cut_link_is_bridged_offline_and_repaired_to_the_targets_own_output(ki
             cut["at"] = time.perf_counter()
             later(0.6, lambda: link.set_profile(WIFI))
 
-        recording = generate(engine, once(go_offline))
+        recording = generate(engine, once(go_offline), shape)
 
     assert list(recording.finished.tokens) == reference(NEW_TOKENS)
     assert_provenance_sums_up(recording)
