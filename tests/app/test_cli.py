@@ -167,7 +167,8 @@ def check_answer(result: dict, labels: set[str]) -> None:
     assert result["tokens"] == len(result["provenance"]) == len(result["token_ids"]) > 0
     assert set(result["provenance"]) <= labels
     stats = result["stats"]
-    assert set(stats) == {"tau", "round_trips_per_100", "tokens_per_s", "ttft_s", "offline_tokens", "kept_after_repair"}
+    expected = {"tau", "round_trips_per_100", "tokens_per_s", "ttft_s", "offline_tokens", "kept_after_repair", "shape"}
+    assert set(stats) == expected
     assert stats["tokens_per_s"] > 0 and stats["ttft_s"] > 0
 
 
@@ -178,6 +179,7 @@ def test_headless_demo_answers_with_provenance_per_token() -> None:
     assert result["engine"]["mode"] == "demo" and result["engine"]["draft"] == "moa"
     assert "accepted" in result["provenance"]  # the MoA draft gets tokens through
     assert result["stats"]["tau"] > 1.0 and result["stats"]["offline_tokens"] == 0
+    assert result["stats"]["shape"] == "tree 4,4,16"  # the default for a verifier on a CPU
 
 
 @pytest.mark.integration
