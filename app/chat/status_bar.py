@@ -1,4 +1,4 @@
-"""The status bar: mode, link state with RTT, rolling tau, acceptance, tokens/s, round trips, bytes, device."""
+"""The status bar: mode, link with RTT, rolling tau, acceptance, draft shape, tokens/s, round trips, bytes, device."""
 
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ def status_content(info: EngineInfo, stats: LiveStats, preset: str | None = None
         (_figure(latest.tau if latest else None, "{:.2f}"), "bold"),
         "  acc ",
         _figure(latest.acceptance_rate * 100 if latest else None, "{:.0f}%"),
+        *([(f" · {latest.shape}", "dim")] if latest and latest.shape else []),
         SEPARATOR,
         (_figure(stats.tokens_per_s_now, "{:.1f}"), "bold"),
         " tok/s",
