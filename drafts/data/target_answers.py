@@ -159,7 +159,8 @@ def answer_conversations(
 
 def _answer(batch: list[Job], model: Any, stop_ids: frozenset[int], pad_id: int, cfg: AnswerConfig) -> list[list[int]]:
     rows = [Row(job.prompt, _budget(job, cfg), job.temperature) for job in batch]
-    generator = torch.Generator().manual_seed(_batch_seed(cfg.seed, batch))
+    device = next(model.parameters()).device  # sampling draws where the probabilities are (a CUDA target too)
+    generator = torch.Generator(device=device).manual_seed(_batch_seed(cfg.seed, batch))
     return decode_batch(model, rows, stop_ids, pad_id=pad_id, generator=generator)
 
 
@@ -262,6 +263,30 @@ def shuffled(conversations: list[Conversation], seed: int) -> list[Conversation]
     return order
 
 
+def write_prompts(path: Path, conversations: Iterable[Conversation]) -> int:
+    """Write ``conversations`` (from :func:`shuffled` train-split ones) as ``--prompts`` JSONL; returns the count.
+
+    For a machine without the ShareGPT package (a GPU machine): only the turns the generator reads
+    travel (the system turn and the user turns), in the order given.
+    """
+    count = 0
+    with path.open("w", encoding="utf-8") as file:
+        for conv in conversations:
+            turns = [[turn.role, turn.content] for turn in conv.turns if turn.role in ("system", "user")]
+            file.write(json.dumps({"id": conv.id, "turns": turns}, ensure_ascii=False) + "\n")
+            count += 1
+    return count
+
+
+def read_prompts(path: Path) -> list[Conversation]:
+    """The conversations of a :func:`write_prompts` file, in its order."""
+    if not path.is_file():
+        raise ConfigError(f"--prompts {path} does not exist; write one with drafts.data.target_answers.write_prompts")
+    with path.open(encoding="utf-8") as file:
+        rows = [json.loads(line) for line in file if line.strip()]
+    return [Conversation(str(row["id"]), tuple(Turn(role, text) for role, text in row["turns"])) for row in rows]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -289,7 +314,10 @@ def _run(args: argparse.Namespace, cfg: AnswerConfig) -> int:
 
     torch.set_num_threads(args.threads)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # runs the writer's finally
-    conversations = shuffled(load_sharegpt("train"), cfg.seed)[: args.limit]  # never the held-out split
+    if args.prompts is None:
+        conversations = shuffled(load_sharegpt("train"), cfg.seed)[: args.limit]  # never the held-out split
+    else:
+        conversations = read_prompts(args.prompts)[: args.limit]
     loaded = load_target(args.target, resolve_device(args.device), torch.float32)
     stop_ids = stop_token_ids(loaded.tokenizer, loaded.model.generation_config.eos_token_id)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -315,6 +343,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, help="JSONL output; an existing file is resumed")
     p.add_argument("--target", default=None, help="smollm2 (default) | gemma3-270m | DIR | FILE.gguf")
     p.add_argument("--limit", type=int, default=None, help="the first N conversations of the shuffled train split")
+    p.add_argument(
+        "--prompts",
+        type=Path,
+        default=None,
+        help="JSONL of train-split conversations (write_prompts) answered in its order, in place of\n"
+        "the shuffled ShareGPT train split (a machine without the ShareGPT package)",
+    )
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--context", type=int, default=512, help="training window (moa-train --max-len)")

@@ -200,3 +200,30 @@ def test_a_batch_holds_the_oldest_job_and_the_prompts_nearest_its_length() -> No
 
     assert [job.order for job in batch] == [0, 1, 4]
     assert sorted(job.order for job in pending) == [2, 3]
+
+
+def test_the_cli_answers_a_prompts_file_in_its_order_without_the_sharegpt_package(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def no_sharegpt(split: str) -> list[Conversation]:
+        raise AssertionError("--prompts must not read ShareGPT")
+
+    monkeypatch.setattr("drafts.data.sharegpt.load_sharegpt", no_sharegpt)
+    monkeypatch.setattr("drafts.target.loading.load_target", lambda spec, device, dtype: _tiny_loaded())
+    prompts, out = tmp_path / "prompts.jsonl", tmp_path / "answers.jsonl"
+    written = ta.write_prompts(prompts, reversed(chats()))
+
+    code = ta.main(["--out", str(out), "--prompts", str(prompts), "--limit", "2", "--batch-size", "2",
+                    "--max-new-tokens", "3", "--context", "100"])  # fmt: skip
+
+    expected = [c.id for c in reversed(chats())][:2]
+    assert written == len(chats()) and code == 0 and sorted(r["id"] for r in rows(out)) == sorted(expected)
+    assert [c.id for c in ta.read_prompts(prompts)] == [c.id for c in reversed(chats())]
+    assert all(t.role != "assistant" for c in ta.read_prompts(prompts) for t in c.turns)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the sampled share draws on the GPU)")
+def test_sampled_answers_draw_on_a_cuda_target(tmp_path: Path) -> None:
+    model = tiny_model("llama", vocab_size=len(TOKENS), max_position_embeddings=256).to("cuda")
+    progress = run(model, tmp_path / "answers.jsonl", chats(), sampled_share=1.0)
+    assert progress.new_tokens > 0 and all(r["temperature"] == 1.0 for r in rows(tmp_path / "answers.jsonl"))
