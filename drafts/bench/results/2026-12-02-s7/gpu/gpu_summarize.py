@@ -1,6 +1,6 @@
 """device_run.sh's last step: summary.json and the new answers (gzip, under the 16 MiB a file may bring back).
 
-python summarize.py WORK OUT TOKENS RATE GEN_S BUDGET_S ELAPSED_S
+python gpu_summarize.py WORK OUT TOKENS RATE GEN_S BUDGET_S ELAPSED_S
 """
 
 from __future__ import annotations

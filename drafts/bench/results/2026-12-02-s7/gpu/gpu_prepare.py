@@ -6,9 +6,9 @@ under what the tree leaves free. Call 1 also carries the wheels the device lacks
 platformdirs) and the prompts: train-split ShareGPT conversations in the CPU generator's own
 seeded order (``target_answers.shuffled``), never a held-out one (checked here), none already in
 the shipped answers. The manifest holds the GGUF's SHA-256 and a SHA-256 of the converted fp32
-weights as loaded here (``moa-bench``'s target), which ``check_target.py`` recomputes there.
+weights as loaded here (``moa-bench``'s target), which ``gpu_check_target.py`` recomputes there.
 
-    python drafts/bench/results/2026-12-02-s7/gpu/prepare.py [--conversations N] [--budget-mib M]
+    python drafts/bench/results/2026-12-02-s7/gpu/gpu_prepare.py [--conversations N] [--budget-mib M]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[5]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from check_target import weights_sha256  # noqa: E402
+from gpu_check_target import weights_sha256  # noqa: E402
 
 from drafts.data.sharegpt import load_sharegpt  # noqa: E402
 from drafts.data.target_answers import shuffled, write_prompts  # noqa: E402

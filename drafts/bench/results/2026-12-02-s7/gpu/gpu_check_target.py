@@ -1,7 +1,7 @@
 """Load the target where it runs (GPU machine or here), print the device, and compare its converted
-fp32 weights with the SHA-256 that prepare.py recorded here (``moa-bench``'s exact target).
+fp32 weights with the SHA-256 that gpu_prepare.py recorded here (``moa-bench``'s exact target).
 
-    python check_target.py MANIFEST DEVICE SUMMARY_JSON   (exit 0 either way: the summary says which)
+    python gpu_check_target.py MANIFEST DEVICE SUMMARY_JSON   (exit 0 either way: the summary says which)
 """
 
 from __future__ import annotations
