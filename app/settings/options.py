@@ -150,8 +150,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "target_linear",
         "auto",
-        "--local: the target's Linear layers; auto packs them for oneDNN on a CPU in float32 (~2x faster, the same "
-        "output); dense: PyTorch's own kernels",
+        "--local: the target's Linear layers; auto packs them for oneDNN on a CPU in float32 (plain decoding ~1.3x "
+        "faster, the same output); dense: PyTorch's own kernels",
         f"one of {', '.join(LINEAR_CHOICES)}",
         lambda v: v in LINEAR_CHOICES,
         str,

@@ -24,6 +24,8 @@ one step, so 6,10,60 (fewest round trips) is best. The settings ask for it with 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import torch
 
 from drafts.drafters.base import DraftShape
@@ -41,6 +43,7 @@ def default_chain(device: torch.device, dtype: torch.dtype, linear: str = "auto"
     return PACKED_CPU_CHAIN if resolve_linear(linear, device, dtype) == "packed" else DEFAULT_CHAIN
 
 
+@lru_cache(maxsize=8)  # read every round: parse each tree once
 def verifier_shape(device_kind: str | None) -> DraftShape:
     """The remote engine's default shape for a verifier on ``device_kind`` (None, unsaid: a CPU)."""
     return DraftShape.parse_tree(VERIFIER_CPU_TREE if device_kind in (None, "cpu") else VERIFIER_GPU_TREE)
