@@ -60,10 +60,14 @@ def _jsonl(path: Path) -> list[tuple[str, tuple[Turn, ...]]]:
     if not path.is_file():
         raise DatasetError(f"{path} is not a file; pass sharegpt-heldout or a JSONL file of chats")
     rows: list[tuple[str, tuple[Turn, ...]]] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    # split("\n"), not splitlines(): a JSON string may hold U+2028, which splitlines() splits on
+    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
         if not line.strip():
             continue
-        row = json.loads(line)
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path} line {number}: not valid JSON ({exc}); fix or delete the line") from exc
         chat_id = str(row.get("id", number)) if isinstance(row, dict) else str(number)
         if isinstance(row, dict) and isinstance(row.get("turns"), list):
             rows.append((chat_id, tuple(Turn("user", str(t)) for t in row["turns"])))

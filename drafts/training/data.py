@@ -47,12 +47,14 @@ def _read_rows(path: Path) -> list[object]:
             raise DatasetError(f"{path}: not valid JSON ({exc}); fix the file or convert it to JSONL") from exc
         return data if isinstance(data, list) else [data]
     rows = []
-    for n, line in enumerate(text.splitlines(), start=1):
+    lines = text.split("\n")  # not splitlines(): JSON strings may hold U+2028, which it splits on
+    last = len(lines) - (1 if lines[-1] == "" else 0)
+    for n, line in enumerate(lines, start=1):
         if line.strip():
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as exc:
-                if n == len(text.splitlines()):
+                if n == last:
                     break  # a torn last line of a file still being written
                 raise DatasetError(f"{path} line {n}: not valid JSON ({exc})") from exc
     return rows

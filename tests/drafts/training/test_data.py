@@ -26,3 +26,15 @@ def test_a_gzipped_jsonl_file_gives_the_same_conversations_as_the_plain_one(tmp_
 
     assert conversations == load_training_conversations(str(plain))
     assert [conv.id for conv in conversations] == ["a", "c"]
+
+
+def test_a_line_separator_inside_an_answer_does_not_split_its_row(tmp_path: Path) -> None:
+    # json.dumps(ensure_ascii=False) keeps U+2028 raw; str.splitlines() would cut the row in two.
+    row = {"id": "s", "conversations": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "x\u2028y"}]}
+    path = tmp_path / "answers.jsonl"
+    path.write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+
+    conversations = load_training_conversations(str(path))
+
+    assert [conv.id for conv in conversations] == ["s"]
+    assert len(conversations[0].turns) == 2
