@@ -67,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-queued-total-mb", type=int, default=None, help="over all connections (default: 1/8 of free memory)"
     )
     p.add_argument("--max-context", type=int, default=None, help="tokens per session (default: the target's window)")
-    p.add_argument("--max-tree", type=int, default=d.max_tree, help="drafted nodes per verify")
+    p.add_argument(
+        "--max-tree", type=int, default=None, help="drafted nodes per verify (default: 64 on a CPU, 128 on cuda/mps)"
+    )
     p.add_argument("--max-frame-bytes", type=int, default=d.max_frame_bytes)
     p.add_argument("--max-batch", type=int, default=d.max_batch, help="sessions verified in one forward pass")
     p.add_argument("--idle-timeout", type=float, default=d.idle_timeout, help="seconds")
@@ -115,13 +117,16 @@ def load_backend(config: ServerConfig) -> TransformersBackend:
     log_event(log, "server.target", target=runner.fingerprint.name, device=str(device), linear=runner.linear)
     compressor = MemoryCompressor.load(config.draft_checkpoint, runner) if config.draft_checkpoint else None
     kv_budget = config.kv_memory_bytes or default_kv_budget_bytes(device)  # measured after the model is loaded
-    return TransformersBackend(runner, backend_config(config, kv_budget), compressor)
+    return TransformersBackend(runner, backend_config(config, kv_budget, device.type), compressor)
 
 
-def backend_config(config: ServerConfig, kv_budget: int | None = None) -> TransformersBackendConfig:
-    """The server's limits, as the transformers backend takes them (``kv_budget`` when none is configured)."""
+def backend_config(
+    config: ServerConfig, kv_budget: int | None = None, device_kind: str | None = None
+) -> TransformersBackendConfig:
+    """The server's limits, as the transformers backend takes them (``kv_budget`` when none is configured;
+    the tree limit for a target on ``device_kind``, None: a CPU)."""
     kv = config.kv_memory_bytes or kv_budget
-    return TransformersBackendConfig(config.max_context, config.max_tree, config.max_batch, kv)
+    return TransformersBackendConfig(config.max_context, config.tree_limit(device_kind), config.max_batch, kv)
 
 
 async def serve(config: ServerConfig, backend: TransformersBackend) -> None:

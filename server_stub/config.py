@@ -10,6 +10,7 @@ server started with no flags must not exhaust its machine); each refusal names i
     --max-sessions-per-client 32    of them for one client address (its oldest detached one makes room)
     --max-queued-mb (2 frames)      request bytes read but not yet answered, per connection
     --max-queued-total-mb (derived) the same over all connections: 1/8 of free memory, 256 MiB..4 GiB
+    --max-tree (by device)          drafted nodes per Verify: 64 on a CPU, 128 on an accelerator (tree_limit)
     --kv-memory-mb (derived)        every session's KV: half the target device's free memory
 
 A "client" is a peer address: behind a reverse proxy every client shares one, so raise the
@@ -29,6 +30,12 @@ from drafts.target.packed_linear import LINEAR_CHOICES
 from server_stub.capacity import default_queued_total_bytes
 
 MIB = 2**20
+# Drafted nodes one Verify may carry when --max-tree is not given, by where the target runs. On a CPU a
+# 61-node verify already costs 3.8 one-token steps (drafts/bench/results/2026-12-02-s7/remote), so bigger
+# trees cost more than they gain; on an accelerator a verify of ~100 nodes costs about what one token
+# does, and the GPU verifier's default tree (drafts.target.default_shape.VERIFIER_GPU_TREE) must fit.
+MAX_TREE_CPU = 64
+MAX_TREE_ACCELERATOR = 128
 
 
 @dataclass(frozen=True)
@@ -54,7 +61,7 @@ class ServerConfig:
     max_queued_mb: int | None = None  # request bytes queued per connection; None = 2 x max_frame_bytes
     max_queued_total_mb: int | None = None  # over all connections; None = derived from free memory (capacity.py)
     max_context: int | None = None  # tokens per session; None = the target's context window
-    max_tree: int = 64  # drafted nodes per Verify; big trees cost more than they gain (NOTES.md)
+    max_tree: int | None = None  # drafted nodes per Verify; None = by the target's device (tree_limit)
     max_frame_bytes: int = 64 * MIB  # largest frame answered (a 2048-token SmolLM2 prefill with fp16 KV is 47 MB)
     idle_timeout: float = 300.0  # seconds without a request before a connection is closed (resumable)
     kv_memory_mb: int | None = None  # KV budget over all sessions (LRU evicted beyond); None = from free memory
@@ -82,11 +89,12 @@ class ServerConfig:
             raise ConfigError(f"--linear must be one of {', '.join(LINEAR_CHOICES)}, got {self.linear!r}")
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"--port must be in 0..65535, got {self.port}")
-        for name in ("max_sessions", "max_tree", "max_frame_bytes", "max_batch", "max_connections"):
+        for name in ("max_sessions", "max_frame_bytes", "max_batch", "max_connections"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         for name in (
             "max_context",
+            "max_tree",
             "kv_memory_mb",
             "max_sessions_per_client",
             "max_connections_per_client",
@@ -137,12 +145,18 @@ class ServerConfig:
             return self.max_queued_total_mb * MIB
         return max(self.queued_bytes, default_queued_total_bytes())
 
-    def limits(self, vocab: int) -> Limits:
+    def tree_limit(self, device_kind: str | None) -> int:
+        """Drafted nodes per Verify for a target on ``device_kind`` (None, unsaid: a CPU): --max-tree, or by device."""
+        if self.max_tree is not None:
+            return self.max_tree
+        return MAX_TREE_CPU if device_kind in (None, "cpu") else MAX_TREE_ACCELERATOR
+
+    def limits(self, vocab: int, max_tree_nodes: int) -> Limits:
         """What the protocol accepts from a client; q of a full tree over ``vocab`` tokens must fit."""
         return Limits(
             max_frame_bytes=self.max_frame_bytes,
-            max_tree_nodes=self.max_tree,
-            max_tensor_elements=max(Limits().max_tensor_elements, self.max_tree * vocab),
+            max_tree_nodes=max_tree_nodes,
+            max_tensor_elements=max(Limits().max_tensor_elements, max_tree_nodes * vocab),
         )
 
     @property

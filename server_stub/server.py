@@ -69,15 +69,16 @@ class VerifierServer:
 
     async def start(self) -> None:
         caps = self.backend.capabilities()
+        max_tree = min(caps.max_tree_nodes, self.config.tree_limit(caps.device_kind))
         services = Services(
             config=self.config,
             worker=self.worker,
             registry=self.registry,
             backend_caps=caps,
-            limits=self.config.limits(caps.target.vocab_size),
+            limits=self.config.limits(caps.target.vocab_size, max_tree),
             capabilities=Capabilities(
                 max_context=caps.max_context,
-                max_tree_nodes=min(caps.max_tree_nodes, self.config.max_tree),
+                max_tree_nodes=max_tree,
                 max_frame_bytes=self.config.max_frame_bytes,
                 payload=PAYLOAD,
                 batching=caps.batching,

@@ -70,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default=None, help="smollm2 (default) or another target with shipped drafts")
     p.add_argument("--device", default="auto", choices=DEVICE_CHOICES)
     p.add_argument("--port", type=int, default=0, help="moa-server's port (default: a free one)")
+    p.add_argument(
+        "--server-max-tree",
+        type=int,
+        default=None,
+        help="moa-server's --max-tree (default: the server's own, 64 on a CPU); a bigger tree is cut to it",
+    )
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads here (default: torch's choice)")
     p.add_argument("--json", type=Path, help="write the results here")
     return p
@@ -136,6 +142,7 @@ class _server:
         self.command = [sys.executable, "-m", "server_stub", "--port", str(port), "--device", args.device]
         self.command += ["--draft-checkpoint", str(moa), "--log-level", "warning"]
         self.command += ["--target", args.target] if args.target else []
+        self.command += ["--max-tree", str(args.server_max_tree)] if args.server_max_tree else []
         self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> _server:
@@ -228,6 +235,7 @@ def _describe(args: argparse.Namespace, config: RemoteBenchConfig, runner: Targe
         "turns": config.turns,
         "chain": config.chain,
         "tree": args.tree,
+        "server_max_tree": args.server_max_tree,
         "confidence": args.confidence,
         "cut_after": config.cut_after,
         "cut_tokens": config.cut_tokens,

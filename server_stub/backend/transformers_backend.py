@@ -58,7 +58,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class TransformersBackendConfig:
     max_context: int | None = None  # tokens per session; None = the model's context window
-    max_tree_nodes: int = 64  # drafted nodes per job: trees of ~60 are the largest worth verifying
+    max_tree_nodes: int = 64  # drafted nodes per job; moa-server sets it by device (ServerConfig.tree_limit)
     max_batch: int = 16  # jobs per forward; more jobs in one call run as several forwards
     kv_memory_bytes: int | None = None  # KV budget over all sessions; None = unlimited
 
@@ -313,8 +313,8 @@ class TransformersBackend:
         tree = job.tree
         if tree.size > self.config.max_tree_nodes:
             raise TreeLimitError(
-                f"a draft tree of {tree.size} nodes is over this server's limit of {self.config.max_tree_nodes}; "
-                "draft smaller trees"
+                f"a draft tree of {tree.size} nodes is over this server's limit of {self.config.max_tree_nodes} "
+                "(moa-server --max-tree); draft smaller trees (see Welcome.capabilities.max_tree_nodes)"
             )
         self._check_tokens([job.root_token, *tree.tokens])
         self._check_q(tree)

@@ -75,7 +75,8 @@ def test_missing_files_and_bad_numbers_are_refused(tmp_path: Path) -> None:
 
 
 def test_the_protocol_limits_let_a_full_tree_of_q_through() -> None:
-    limits = ServerConfig(max_tree=300).limits(vocab=100_000)
+    config = ServerConfig(max_tree=300)
+    limits = config.limits(vocab=100_000, max_tree_nodes=config.tree_limit("cpu"))
 
     assert limits.max_tree_nodes == 300 and limits.max_tensor_elements >= 300 * 100_000
     assert ServerConfig(max_frame_bytes=1000).socket_max_bytes > 1000
