@@ -25,8 +25,10 @@ class MethodStats:
     identical: list[bool] = field(default_factory=list)  # per prompt, vs ar (T=0 only)
     depth_proposed: dict[int, int] = field(default_factory=dict)  # depth -> rounds drafting that deep
     depth_accepted: dict[int, int] = field(default_factory=dict)  # depth -> rounds accepting that deep
+    per_prompt: list[dict[str, int]] = field(default_factory=list)  # rounds / tokens / accepted per prompt
 
     def add(self, gen: Generation, reference: list[int] | None) -> None:
+        self.per_prompt.append(_prompt_record(gen))
         self.new_tokens += len(gen.tokens)
         self.wall_s += gen.wall_s
         self.target_forwards += gen.target_forwards
@@ -80,4 +82,16 @@ class MethodStats:
             "draft_ms_per_round": 1000 * self.draft_s / rounds if self.draft_rounds else None,
             "verify_ms_per_round": 1000 * self.verify_s / rounds if self.draft_rounds else None,
             "identical_to_ar": all(self.identical) if self.identical else None,
+            "per_prompt": self.per_prompt,  # for paired per-prompt comparisons of two methods
         }
+
+
+def _prompt_record(gen: Generation) -> dict[str, int]:
+    """One prompt's counts: tau of the prompt = round_tokens / rounds."""
+    return {
+        "new_tokens": len(gen.tokens),
+        "rounds": len(gen.draft_rounds),
+        "round_tokens": sum(len(e.tokens) for e in gen.draft_rounds),
+        "proposed": sum(e.proposed for e in gen.draft_rounds),
+        "accepted": sum(len(e.accepted) for e in gen.draft_rounds),
+    }

@@ -99,3 +99,14 @@ def test_plain_runs_count_tokens_forwards_and_identity() -> None:
 
     assert (s.new_tokens, s.target_forwards, s.draft_rounds) == (4, 4, 0)
     assert s.to_json(None)["identical_to_ar"] is True
+
+
+def test_json_keeps_each_prompts_counts_for_paired_comparisons(stats: MethodStats) -> None:
+    per_prompt = stats.to_json(None)["per_prompt"]
+
+    assert per_prompt == [
+        {"new_tokens": 5, "rounds": 2, "round_tokens": 3 + 1, "proposed": 8, "accepted": 2},
+        {"new_tokens": 6, "rounds": 1, "round_tokens": 5, "proposed": 4, "accepted": 4},
+    ]
+    # the prompts' counts add up to the method's
+    assert sum(p["round_tokens"] for p in per_prompt) / sum(p["rounds"] for p in per_prompt) == stats.tau
