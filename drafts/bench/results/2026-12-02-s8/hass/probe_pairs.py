@@ -1,0 +1,107 @@
+"""Top-1 agreement of the HASS on/off drafts with the target on held-out exact-target conversations,
+paired by conversation: the bench's 12 prompts give a noisy tau, this gives thousands of positions.
+
+Per draft and depth, the training pass's top-1 agreement (session 7's depth_probe.py: ``train d=k``,
+every query reading target state up to i - k; EAGLE: its teacher-forced pass, depth 1 only) is
+counted per conversation; then for each pair (a, b) the pooled difference and the mean of the
+per-conversation differences with its standard error (sd / sqrt(n)).
+
+    taskset -c 0 env OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python3 probe_pairs.py \
+        --draft moa-on=runs/s8-hass-moa-on ... --data FILE --skip 0 --limit 40 --json OUT.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from drafts.neural.checkpoint import load_draft
+from drafts.target.loading import load_target
+from drafts.target.runner import TargetRunner
+from drafts.training.data import load_training_conversations
+from drafts.training.tokenize import tokenize_conversation
+
+DEPTH_PROBE = Path(__file__).resolve().parents[2] / "2026-12-02-s7" / "official" / "depth_probe.py"
+PAIRS = (
+    ("moa-on", "moa-off"),
+    ("eagle-on", "eagle-off"),
+    ("moa-on", "moa"),
+    ("moa-off", "moa"),
+    ("eagle-on", "eagle"),
+    ("eagle-off", "eagle"),
+)
+
+
+def load_depth_probe() -> Any:
+    spec = importlib.util.spec_from_file_location("depth_probe", DEPTH_PROBE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["depth_probe"] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def counts(dp: Any, model: Any, items: list[Any], depths: list[int]) -> dict[str, list[tuple[int, int]]]:
+    """Per depth, (agreeing positions, positions) of every conversation."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for item in items:
+        for d in depths if model.kind == "moa" else [1]:
+            hits = dp.train_accuracy(model, item, d)
+            out.setdefault(f"d={d}", []).append((sum(hits), len(hits)))
+    return out
+
+
+def paired(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> dict[str, float]:
+    pooled = sum(h for h, _ in a) / sum(n for _, n in a) - sum(h for h, _ in b) / sum(n for _, n in b)
+    d = [ha / na - hb / nb for (ha, na), (hb, nb) in zip(a, b, strict=True) if na]
+    mean = sum(d) / len(d)
+    se = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1) / len(d))
+    return {"pooled": pooled, "mean": mean, "se": se, "a_wins": sum(x > 0 for x in d), "n": len(d)}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--draft", action="append", required=True, metavar="NAME=DIR")
+    p.add_argument("--data", required=True)
+    p.add_argument("--skip", type=int, default=0)
+    p.add_argument("--limit", type=int, default=40)
+    p.add_argument("--max-len", type=int, default=320)
+    p.add_argument("--depths", default="1,2,4")
+    p.add_argument("--json", type=Path, required=True)
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    dp = load_depth_probe()
+    runner = TargetRunner(load_target(None, torch.device("cpu"), torch.float32))
+    convs = load_training_conversations(args.data)[args.skip : args.skip + args.limit]
+    seqs = [s for c in convs if (s := tokenize_conversation(runner.tokenizer, c, args.max_len)) is not None]
+    items = [dp.probed(runner, seq) for seq in seqs]
+    depths = [int(d) for d in args.depths.split(",")]
+    per: dict[str, dict[str, list[tuple[int, int]]]] = {}
+    for spec in args.draft:
+        name, _, path = spec.partition("=")
+        per[name] = counts(dp, load_draft(Path(path), runner).eval(), items, depths)
+        top1 = {k: sum(h for h, _ in v) / sum(n for _, n in v) for k, v in per[name].items()}
+        print(name, json.dumps(top1), flush=True)
+    pairs = {
+        f"{a} - {b}": {k: paired(per[a][k], per[b][k]) for k in per[a] if k in per[b]}
+        for a, b in PAIRS
+        if a in per and b in per
+    }
+    for name, rows in pairs.items():
+        print(name, json.dumps(rows), flush=True)
+    meta = {k: str(v) for k, v in vars(args).items()}
+    args.json.write_text(
+        json.dumps({"args": meta, "conversations": len(items), "per_draft": per, "pairs": pairs}, indent=1)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
