@@ -8,6 +8,12 @@ change slightly, so the *proposals* may change; verification is untouched and st
 T = 0 the output is identical to plain decoding), only tau may move. Measured in
 ``drafts/bench/draft_step.py`` and ``moa-bench``.
 
+Trees (:mod:`drafts.neural.tree_search`) run a depth's frontier as one batch, and the activations of
+a call share one scale: a node's logits then depend slightly on its siblings (tiny random
+drafts: up to ~3 % of the largest logit), so an int8 tree may rank nodes a little differently from
+their paths drafted one by one. Verification does not care (still exact); tau is measured in
+``drafts/bench/results/2026-12-02-s8/cpu-shapes``.
+
 torch's eager ``torch.ao.quantization.quantize_dynamic`` (fbgemm/x86 kernels) is deprecated in
 favour of torchao but still shipped in torch 2.13; torch's weight-only
 ``_weight_int8pack_mm`` has no fast kernel on AVX2 CPUs (3x slower than fp32 here). A torch that

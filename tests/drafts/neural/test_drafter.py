@@ -41,6 +41,11 @@ def runner() -> TargetRunner:
 
 @pytest.fixture(scope="module")
 def predictable_runner() -> TargetRunner:
+    return predictable_target()
+
+
+def predictable_target() -> TargetRunner:
+    """The tiny Llama with its layers silenced and its LM head tied to its embeddings: it repeats one token."""
     model = tiny_llama(seed=0)
     with torch.no_grad():
         for layer in model.model.layers:
