@@ -91,6 +91,7 @@ if has probe && [ ! -f "$PROBED" ]; then
   log "probe: ${drafts[*]}"
   python3 $OUT/probe_pairs.py "${drafts[@]}" --data $PROBE_DATA --limit 40 --depths 1,2,4 --json "$PROBED"
 fi
+if has probe; then python3 $OUT/probe_pairs.py --json "$PROBED" --rescore | tee "$OUT/probe-pairs.md"; fi
 
 JSON=$OUT/hass-sharegpt-t0-$TAG-${LIMIT}x${NEW}.json
 if ! has bench; then log "done"; exit 0; fi

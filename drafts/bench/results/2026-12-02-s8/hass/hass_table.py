@@ -1,8 +1,10 @@
 """The HASS top-K on/off table (hass.sh): per method, tau and acceptance by depth from the one
 interleaved moa-bench JSON and how each run was trained (session 6's ablation_table.training_row);
-then, per kind, the on - off difference of tau and of the acceptance rate, paired by prompt:
-mean of the per-prompt differences with its standard error (sd / sqrt(n)), t = mean / SE, and on
-how many prompts on > off; the same for each run against the shipped draft of its kind.
+then, per kind, the on - off difference of tau and of the acceptance rate, paired by prompt: the pooled
+difference (tau over all rounds, as moa-bench reports it) with a paired bootstrap standard error
+(prompts resampled, 2,000 times, seed 0), the mean of the per-prompt differences with its standard
+error (sd / sqrt(n); it weighs a short answer as much as a long one), and on how many prompts
+on > off; the same for each run against the shipped draft of its kind.
 
     python3 hass_table.py BENCH.json RUNS_PREFIX
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -49,6 +52,23 @@ def paired(a: list[float], b: list[float]) -> tuple[float, float, int]:
     mean = sum(d) / len(d)
     sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1)) if len(d) > 1 else float("nan")
     return mean, sd / math.sqrt(len(d)), sum(x > 0 for x in d)
+
+
+def pooled_tau(prompts: list[dict[str, int]]) -> float:
+    rounds = sum(p["rounds"] for p in prompts)
+    return sum(p["round_tokens"] for p in prompts) / rounds if rounds else 1.0
+
+
+def bootstrap_se(a: list[dict[str, int]], b: list[dict[str, int]], repeats: int = 2000) -> float:
+    """Standard error of pooled_tau(a) - pooled_tau(b), the prompts resampled in pairs."""
+    rng = random.Random(0)
+    n = len(a)
+    diffs = []
+    for _ in range(repeats):
+        pick = [rng.randrange(n) for _ in range(n)]
+        diffs.append(pooled_tau([a[i] for i in pick]) - pooled_tau([b[i] for i in pick]))
+    mean = sum(diffs) / repeats
+    return math.sqrt(sum((d - mean) ** 2 for d in diffs) / (repeats - 1))
 
 
 def method_rows(methods: dict[str, Any], prefix: str, training_row: Any) -> list[str]:
@@ -89,9 +109,9 @@ def method_rows(methods: dict[str, Any], prefix: str, training_row: Any) -> list
 def pair_rows(methods: dict[str, Any]) -> list[str]:
     head = [
         "a - b",
-        "tau a - tau b (pooled)",
-        "per-prompt tau diff +- SE",
+        "pooled tau diff +- bootstrap SE",
         "t",
+        "per-prompt tau diff +- SE",
         "prompts a > b",
         "per-prompt accept diff +- SE",
     ]
@@ -102,9 +122,10 @@ def pair_rows(methods: dict[str, Any]) -> list[str]:
         pa, pb = methods[a]["per_prompt"], methods[b]["per_prompt"]
         tau, tau_se, wins = paired([prompt_tau(p) for p in pa], [prompt_tau(p) for p in pb])
         acc, acc_se, _ = paired([prompt_accept(p) for p in pa], [prompt_accept(p) for p in pb])
-        t = tau / tau_se if tau_se else float("nan")
+        pooled, pooled_se = pooled_tau(pa) - pooled_tau(pb), bootstrap_se(pa, pb)
+        t = pooled / pooled_se if pooled_se else float("nan")
         rows.append(
-            f"| {a} - {b} | {methods[a]['tau'] - methods[b]['tau']:+.3f} | {tau:+.3f} +- {tau_se:.3f} | {t:+.1f} | "
+            f"| {a} - {b} | {pooled:+.3f} +- {pooled_se:.3f} | {t:+.1f} | {tau:+.3f} +- {tau_se:.3f} | "
             f"{wins}/{len(pa)} | {acc:+.3f} +- {acc_se:.3f} |"
         )
     return rows

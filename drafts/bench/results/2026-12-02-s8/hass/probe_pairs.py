@@ -3,8 +3,10 @@ paired by conversation: the bench's 12 prompts give a noisy tau, this gives thou
 
 Per draft and depth, the training pass's top-1 agreement (session 7's depth_probe.py: ``train d=k``,
 every query reading target state up to i - k; EAGLE: its teacher-forced pass, depth 1 only) is
-counted per conversation; then for each pair (a, b) the pooled difference and the mean of the
-per-conversation differences with its standard error (sd / sqrt(n)).
+counted per conversation; then for each pair (a, b) the pooled difference (over positions) with a
+paired bootstrap standard error (conversations resampled, 2,000 times, seed 0), and the mean of the
+per-conversation differences with its standard error (sd / sqrt(n)). ``--rescore`` recomputes the
+pairs of a written JSON.
 
     taskset -c 0 env OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python3 probe_pairs.py \
         --draft moa-on=runs/s8-hass-moa-on ... --data FILE --skip 0 --limit 40 --json OUT.json
@@ -16,6 +18,7 @@ import argparse
 import importlib.util
 import json
 import math
+import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -58,24 +61,36 @@ def counts(dp: Any, model: Any, items: list[Any], depths: list[int]) -> dict[str
     return out
 
 
+def pooled_diff(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> float:
+    return sum(h for h, _ in a) / sum(n for _, n in a) - sum(h for h, _ in b) / sum(n for _, n in b)
+
+
+def bootstrap_se(a: list[tuple[int, int]], b: list[tuple[int, int]], repeats: int = 2000) -> float:
+    rng = random.Random(0)
+    diffs = []
+    for _ in range(repeats):
+        pick = [rng.randrange(len(a)) for _ in a]
+        diffs.append(pooled_diff([a[i] for i in pick], [b[i] for i in pick]))
+    mean = sum(diffs) / repeats
+    return math.sqrt(sum((d - mean) ** 2 for d in diffs) / (repeats - 1))
+
+
 def paired(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> dict[str, float]:
-    pooled = sum(h for h, _ in a) / sum(n for _, n in a) - sum(h for h, _ in b) / sum(n for _, n in b)
+    pooled = pooled_diff(a, b)
     d = [ha / na - hb / nb for (ha, na), (hb, nb) in zip(a, b, strict=True) if na]
     mean = sum(d) / len(d)
     se = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1) / len(d))
-    return {"pooled": pooled, "mean": mean, "se": se, "a_wins": sum(x > 0 for x in d), "n": len(d)}
+    return {
+        "pooled": pooled,
+        "pooled_se": bootstrap_se(a, b),
+        "mean": mean,
+        "se": se,
+        "a_wins": sum(x > 0 for x in d),
+        "n": len(d),
+    }
 
 
-def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("--draft", action="append", required=True, metavar="NAME=DIR")
-    p.add_argument("--data", required=True)
-    p.add_argument("--skip", type=int, default=0)
-    p.add_argument("--limit", type=int, default=40)
-    p.add_argument("--max-len", type=int, default=320)
-    p.add_argument("--depths", default="1,2,4")
-    p.add_argument("--json", type=Path, required=True)
-    args = p.parse_args()
+def measure(args: argparse.Namespace) -> dict[str, dict[str, list[tuple[int, int]]]]:
     torch.set_num_threads(1)
     dp = load_depth_probe()
     runner = TargetRunner(load_target(None, torch.device("cpu"), torch.float32))
@@ -87,18 +102,64 @@ def main() -> int:
     for spec in args.draft:
         name, _, path = spec.partition("=")
         per[name] = counts(dp, load_draft(Path(path), runner).eval(), items, depths)
-        top1 = {k: sum(h for h, _ in v) / sum(n for _, n in v) for k, v in per[name].items()}
-        print(name, json.dumps(top1), flush=True)
+        print(name, json.dumps(top1(per[name])), flush=True)
+    return per
+
+
+def top1(rows: dict[str, list[tuple[int, int]]]) -> dict[str, float]:
+    return {k: sum(h for h, _ in v) / sum(n for _, n in v) for k, v in rows.items()}
+
+
+def table(per: dict[str, dict[str, list[tuple[int, int]]]], pairs: dict[str, dict[str, Any]]) -> str:
+    depths = sorted({k for rows in per.values() for k in rows})
+    lines = [
+        "| draft | " + " | ".join(f"top-1 {d}" for d in depths) + " | positions |",
+        "|---" * (len(depths) + 2) + "|",
+    ]
+    for name, rows in per.items():
+        cells = [f"{top1(rows)[d]:.4f}" if d in rows else "" for d in depths]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {sum(n for _, n in rows['d=1']):,} |")
+    lines += [
+        "",
+        "| a - b | depth | pooled diff +- bootstrap SE | t | per-conversation diff +- SE | a > b |",
+        "|---" * 6 + "|",
+    ]
+    for name, by_depth in pairs.items():
+        for d, r in by_depth.items():
+            t = r["pooled"] / r["pooled_se"] if r["pooled_se"] else float("nan")
+            lines.append(
+                f"| {name} | {d} | {r['pooled']:+.4f} +- {r['pooled_se']:.4f} | {t:+.1f} | "
+                f"{r['mean']:+.4f} +- {r['se']:.4f} | {r['a_wins']}/{r['n']} |"
+            )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--draft", action="append", default=[], metavar="NAME=DIR")
+    p.add_argument("--data", default=None)
+    p.add_argument("--skip", type=int, default=0)
+    p.add_argument("--limit", type=int, default=40)
+    p.add_argument("--max-len", type=int, default=320)
+    p.add_argument("--depths", default="1,2,4")
+    p.add_argument("--json", type=Path, required=True)
+    p.add_argument("--rescore", action="store_true", help="recompute the pairs of --json (no model runs)")
+    args = p.parse_args()
+    if args.rescore:
+        written = json.loads(args.json.read_text())
+        meta, conversations = written["args"], written["conversations"]
+        per = {n: {k: [(h, c) for h, c in v] for k, v in rows.items()} for n, rows in written["per_draft"].items()}
+    else:
+        meta, per = {k: str(v) for k, v in vars(args).items()}, measure(args)
+        conversations = len(next(iter(per.values()))["d=1"])
     pairs = {
         f"{a} - {b}": {k: paired(per[a][k], per[b][k]) for k in per[a] if k in per[b]}
         for a, b in PAIRS
         if a in per and b in per
     }
-    for name, rows in pairs.items():
-        print(name, json.dumps(rows), flush=True)
-    meta = {k: str(v) for k, v in vars(args).items()}
+    print(table(per, pairs), flush=True)
     args.json.write_text(
-        json.dumps({"args": meta, "conversations": len(items), "per_draft": per, "pairs": pairs}, indent=1)
+        json.dumps({"args": meta, "conversations": conversations, "per_draft": per, "pairs": pairs}, indent=1)
     )
     return 0
 
