@@ -21,6 +21,7 @@ import dataclasses
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -69,24 +70,6 @@ def main() -> int:
     stats = {name: MethodStats(name) for name in shapes}
     cpu_s: dict[str, list[float]] = {name: [] for name in shapes}
     _warm_up(runner, prompts[0], DecodeConfig(args.max_new_tokens, sampling, shapes["ar"]))
-    for i, prompt in enumerate(prompts):
-        runs = {}
-        for name in _rotated(list(shapes), i):
-            decode = DecodeConfig(args.max_new_tokens, sampling, shapes[name])
-            cpu = time.process_time()
-            runs[name] = run_method("ar" if name == "ar" else DRAFT, runner, prompt, decode, None)
-            cpu_s[name].append(time.process_time() - cpu)
-            print(f"prompt {i} {name}: {len(runs[name].tokens)} tokens {runs[name].wall_s:.1f} s", file=sys.stderr)
-        for name, gen in runs.items():
-            stats[name].add(gen, None if name == "ar" else runs["ar"].tokens)
-    result = {"methods": {name: s.to_json(stats["ar"]) for name, s in stats.items()}}
-    ar_cpu_per_token = sum(cpu_s["ar"]) / stats["ar"].new_tokens
-    for name, values in result["methods"].items():
-        values["cpu_s"] = sum(cpu_s[name])
-        values["cpu_s_per_prompt"] = cpu_s[name]
-        values["cpu_speedup"] = ar_cpu_per_token / (sum(cpu_s[name]) / stats[name].new_tokens)
-    print(format_table(result))
-    print("CPU-time speedup: " + ", ".join(f"{n} {v['cpu_speedup']:.2f}x" for n, v in result["methods"].items()))
     config = {
         "script": "drafts/bench/results/2026-12-02-s8/cpu-shapes/cpu_shapes.py",
         "checkpoint": str(args.checkpoint),
@@ -99,8 +82,32 @@ def main() -> int:
         "shapes": {name: dataclasses.asdict(shape) for name, shape in shapes.items() if name != "ar"},
         **run_environment(runner),
     }
-    write_json(args.json, {"config": config, "methods": result["methods"]})
+    for i, prompt in enumerate(prompts):
+        runs = {}
+        for name in _rotated(list(shapes), i):
+            decode = DecodeConfig(args.max_new_tokens, sampling, shapes[name])
+            cpu = time.process_time()
+            runs[name] = run_method("ar" if name == "ar" else DRAFT, runner, prompt, decode, None)
+            cpu_s[name].append(time.process_time() - cpu)
+            print(f"prompt {i} {name}: {len(runs[name].tokens)} tokens {runs[name].wall_s:.1f} s", file=sys.stderr)
+        for name, gen in runs.items():
+            stats[name].add(gen, None if name == "ar" else runs["ar"].tokens)
+        result = results(stats, cpu_s)  # written after every prompt: a run cut short keeps what it measured
+        write_json(args.json, {"config": config | {"prompts_done": i + 1}, "methods": result["methods"]})
+    print(format_table(result))
+    print("CPU-time speedup: " + ", ".join(f"{n} {v['cpu_speedup']:.2f}x" for n, v in result["methods"].items()))
     return 0
+
+
+def results(stats: dict[str, MethodStats], cpu_s: dict[str, list[float]]) -> dict[str, Any]:
+    """moa-bench's figures per method, with CPU seconds (in all and per prompt) and the CPU-time speedup."""
+    result = {"methods": {name: s.to_json(stats["ar"]) for name, s in stats.items()}}
+    ar_cpu_per_token = sum(cpu_s["ar"]) / stats["ar"].new_tokens
+    for name, values in result["methods"].items():
+        values["cpu_s"] = sum(cpu_s[name])
+        values["cpu_s_per_prompt"] = cpu_s[name]
+        values["cpu_speedup"] = ar_cpu_per_token / (sum(cpu_s[name]) / stats[name].new_tokens)
+    return result
 
 
 if __name__ == "__main__":

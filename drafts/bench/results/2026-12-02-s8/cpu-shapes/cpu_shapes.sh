@@ -4,6 +4,8 @@
 # prompt in one run (T=0, sharegpt-heldout, 8 x 96, one thread pinned to core 0; core 1 ran training and
 # other sessions' jobs shared core 0: read the CPU-time ratios).
 #   RUN=run1 drafts/bench/results/2026-12-02-s8/cpu-shapes/cpu_shapes.sh
+#   RUN=run2 SHAPES="2 3 2,2,3 3,2,4 3,2,5 3,4,8" drafts/bench/results/2026-12-02-s8/cpu-shapes/cpu_shapes.sh
+# run2 repeats chains 2 and 3 and the trees that led run1 (fewer shapes: core 0 was shared by ~5 jobs by then).
 set -euo pipefail
 cd "$(dirname "$0")/../../../../.."  # the repository root
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1
