@@ -151,6 +151,8 @@ def summary(timings: dict[str, Any], runs: list[dict[str, Any]], paths: list[Pat
         d, v = statistics.median(timings["draft_ms"][name]), statistics.median(timings["verify_ms"][name])
         row: dict[str, Any] = {"draft_ms": d, "verify_ms": v, "round_x_step": (d + v) / step}
         for path, run in zip(paths, runs, strict=True):
+            if name not in run["methods"]:  # a run of fewer shapes
+                continue
             tau = run["methods"][name]["tau"]
             row[path.stem.rsplit("-", 1)[-1]] = {"tau": tau, "modelled_speedup": tau * step / (d + v)}
         out[name] = row
