@@ -51,14 +51,38 @@ def load_depth_probe() -> Any:
     return module
 
 
-def counts(dp: Any, model: Any, items: list[Any], depths: list[int]) -> dict[str, list[tuple[int, int]]]:
-    """Per depth, (agreeing positions, positions) of every conversation."""
+def counts(
+    dp: Any, model: Any, items: list[Any], depths: list[int], topk: list[int]
+) -> dict[str, list[tuple[int, int]]]:
+    """Per depth (and k > 1: "d=D top-K", the target's argmax among the draft's K best), (agreeing
+    positions, positions) of every conversation."""
     out: dict[str, list[tuple[int, int]]] = {}
     for item in items:
         for d in depths if model.kind == "moa" else [1]:
-            hits = dp.train_accuracy(model, item, d)
-            out.setdefault(f"d={d}", []).append((sum(hits), len(hits)))
+            for k, hits in topk_hits(dp, model, item, d, topk).items():
+                out.setdefault(f"d={d}" if k == 1 else f"d={d} top-{k}", []).append((sum(hits), len(hits)))
     return out
+
+
+@torch.no_grad()
+def topk_hits(dp: Any, model: Any, item: Any, depth: int, topk: list[int]) -> dict[int, list[bool]]:
+    """depth_probe.train_accuracy, widened: for each k, is the target's argmax among the draft's top k?"""
+    if topk == [1]:
+        return {1: dp.train_accuracy(model, item, depth)}
+    T = len(item.seq.ids)
+    starts = (torch.arange(T) - depth).clamp_min(0)[None]
+    saved = dp.moa_model.verification_starts, dp.eagle_model.NOISE
+    dp.moa_model.verification_starts = lambda mask, periods, depth0=False: starts
+    dp.eagle_model.NOISE = 0.0
+    try:
+        pred = model.predict(item.batch, 1.0, torch.Generator().manual_seed(0))[0]  # (T, H)
+    finally:
+        dp.moa_model.verification_starts, dp.eagle_model.NOISE = saved
+    ranked = model.parts.to_target_ids(model.parts.logits(pred).topk(max(topk), dim=-1).indices)  # (T, K)
+    keep = item.seq.loss_mask.clone()
+    keep[:depth] = False
+    found = ranked == item.top[:, None]
+    return {k: found[:, :k].any(-1)[keep].tolist() for k in topk}
 
 
 def pooled_diff(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> float:
@@ -98,10 +122,11 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, list[tuple[int, int
     seqs = [s for c in convs if (s := tokenize_conversation(runner.tokenizer, c, args.max_len)) is not None]
     items = [dp.probed(runner, seq) for seq in seqs]
     depths = [int(d) for d in args.depths.split(",")]
+    topk = [int(k) for k in args.topk.split(",")]
     per: dict[str, dict[str, list[tuple[int, int]]]] = {}
     for spec in args.draft:
         name, _, path = spec.partition("=")
-        per[name] = counts(dp, load_draft(Path(path), runner).eval(), items, depths)
+        per[name] = counts(dp, load_draft(Path(path), runner).eval(), items, depths, topk)
         print(name, json.dumps(top1(per[name])), flush=True)
     return per
 
@@ -113,7 +138,7 @@ def top1(rows: dict[str, list[tuple[int, int]]]) -> dict[str, float]:
 def table(per: dict[str, dict[str, list[tuple[int, int]]]], pairs: dict[str, dict[str, Any]]) -> str:
     depths = sorted({k for rows in per.values() for k in rows})
     lines = [
-        "| draft | " + " | ".join(f"top-1 {d}" for d in depths) + " | positions |",
+        "| draft | " + " | ".join(d if "top-" in d else f"{d} top-1" for d in depths) + " | positions |",
         "|---" * (len(depths) + 2) + "|",
     ]
     for name, rows in per.items():
@@ -142,6 +167,7 @@ def main() -> int:
     p.add_argument("--limit", type=int, default=40)
     p.add_argument("--max-len", type=int, default=320)
     p.add_argument("--depths", default="1,2,4")
+    p.add_argument("--topk", default="1", help="K values: also count the target's argmax among the draft's K best")
     p.add_argument("--json", type=Path, required=True)
     p.add_argument("--rescore", action="store_true", help="recompute the pairs of --json (no model runs)")
     args = p.parse_args()
