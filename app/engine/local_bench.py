@@ -34,7 +34,7 @@ from drafts.decoding.autoregressive import generate_autoregressive
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.speculative import generate
 from drafts.drafters.base import Drafter, DraftShape
-from drafts.target.default_shape import default_chain
+from drafts.target.default_shape import local_shape
 from drafts.target.packed_linear import LINEAR_CHOICES
 from drafts.target.runner import TargetRunner
 
@@ -52,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draft", default="moa", help="the local engine's draft (a registry name)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    parser.add_argument("--chain", type=int, default=None, help="drafted tokens per round (default: the app's)")
+    parser.add_argument(
+        "--chain", type=int, default=None, help="a chain of G drafted tokens per round (default: the app's shape)"
+    )
     parser.add_argument("--confidence", type=float, default=0.0, help="end a chain below this draft confidence")
     parser.add_argument("--draft-quantize", default="int8", choices=("int8", "none"), help="as moa-chat's setting")
     parser.add_argument("--linear", default="auto", choices=LINEAR_CHOICES, help="the target's Linear layers")
@@ -60,8 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     runner, drafter = load_models(local_config(args))
-    chain = args.chain if args.chain is not None else default_chain(runner.device, runner.dtype, runner.linear)
-    decode = DecodeConfig(max_new_tokens=args.tokens, shape=DraftShape(chain, min_confidence=args.confidence))
+    shape = (
+        DraftShape(args.chain, min_confidence=args.confidence)
+        if args.chain is not None
+        else local_shape(runner.device, runner.dtype, runner.linear)
+    )
+    decode = DecodeConfig(max_new_tokens=args.tokens, shape=shape)
     totals = {method: [0.0, 0.0, 0.0] for method in ("ar", "spec", "local", "local-ar")}  # tokens, wall s, CPU s
     for _ in range(args.repeats):
         for prompt in PROMPTS:

@@ -58,6 +58,7 @@ class LocalGeneration:
     def run(self, prompt: list[int], decode: DecodeConfig) -> Finished:
         """Generate after ``prompt`` (the rendered conversation); emits every event, Finished last."""
         gen = Generation(prompt_len=len(prompt))
+        self.stats.shape = decode.shape.describe() if self.drafter is not None else ""
         ran = list(prompt)  # what the target has been given: the prompt, then every round's tokens
         rounds = self._rounds(prompt, decode, gen)
         try:

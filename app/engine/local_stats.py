@@ -32,6 +32,7 @@ class LocalStats:
     first_token_s: float | None = None
     last_token_at: float | None = None
     longest_pause_s: float = 0.0
+    shape: str = ""  # the draft shape of the rounds ("tree 3,4,8", "chain 4"); "" without a draft
 
     def add_round(self, event: RoundEvent) -> None:
         if event.index == 0:
@@ -76,6 +77,7 @@ class LocalStats:
             verify_ms=1000.0 * self.verify_s / self.rounds if self.rounds else 0.0,
             new_tokens=new,
             offline_tokens=0,
+            shape=self.shape,
         )
 
     def finished(self) -> GenerationStats:

@@ -64,19 +64,19 @@ class Settings:
 
     def default_shape(self) -> DraftShape:
         """``chain = 0``, no tree: the best measured shape for where the target runs
-        (:mod:`drafts.target.default_shape`): for ``--local`` this device's chain (2 with the packed target
-        on a CPU); otherwise ``VERIFIER_DEFAULT``, which the remote engine turns into the tree for the
-        verifier's device once its Welcome says it (4,4,16 on a CPU, 6,10,60 on a GPU)."""
+        (:mod:`drafts.target.default_shape`): for ``--local`` this device's shape (tree 3,4,8 with the packed
+        target on a CPU, else chain 4); otherwise ``VERIFIER_DEFAULT``, which the remote engine turns into the
+        tree for the verifier's device once its Welcome says it."""
         from drafts.drafters.base import DraftShape
         from drafts.errors import ConfigError
-        from drafts.target.default_shape import DEFAULT_CHAIN, VERIFIER_DEFAULT, default_chain
+        from drafts.target.default_shape import DEFAULT_CHAIN, VERIFIER_DEFAULT, local_shape
         from drafts.target.device import default_dtype, resolve_device
 
         if self.mode != "local":
             return VERIFIER_DEFAULT
         try:
             device = resolve_device(self.device)
-            return DraftShape(gamma=default_chain(device, default_dtype(device), self.target_linear))
+            return local_shape(device, default_dtype(device), self.target_linear)
         except ConfigError:  # a device this machine lacks: the local engine says so when it loads
             return DraftShape(gamma=DEFAULT_CHAIN)
 

@@ -28,7 +28,7 @@ from drafts.drafters.base import DraftShape
 from drafts.drafters.registry import drafter_spec, set_checkpoint
 from drafts.errors import ConfigError, MoaError
 from drafts.sampling import SamplingConfig
-from drafts.target.default_shape import default_chain
+from drafts.target.default_shape import local_shape
 from drafts.target.device import DEVICE_CHOICES, DTYPE_CHOICES, resolve_device, resolve_dtype
 from drafts.target.loading import load_target
 from drafts.target.runner import TargetRunner
@@ -49,8 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--chain",
         type=int,
         default=None,
-        help="draft a chain of G tokens per round (default: 2 for the packed target on a CPU, else 4;"
-        " drafts.target.default_shape)",
+        help="draft a chain of G tokens per round (default: tree 3,4,8 for the packed target on a CPU, else"
+        " chain 4; drafts.target.default_shape)",
     )
     p.add_argument(
         "--confidence",
@@ -116,17 +116,22 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
         methods = ("ar", *methods)  # speedups are relative to ar measured in the same run
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit must be >= 1, got {args.limit}")
-    shape = DraftShape.parse_tree(args.tree) if args.tree else DraftShape(gamma=_chain(args))
-    shape = dataclasses.replace(shape, min_confidence=args.confidence)
+    shape = dataclasses.replace(_shape(args), min_confidence=args.confidence)
     sampling = SamplingConfig(args.temperature, args.top_k, args.top_p, seed=args.seed)
     return BenchConfig(methods, DecodeConfig(args.max_new_tokens, sampling, shape))
 
 
-def _chain(args: argparse.Namespace) -> int:
+def _shape(args: argparse.Namespace) -> DraftShape:
+    """--tree, --chain, or the best measured shape for how the target runs (drafts.target.default_shape)."""
+    if args.tree:
+        return DraftShape.parse_tree(args.tree)
     if args.chain is not None:
-        return int(args.chain)
+        return DraftShape(gamma=int(args.chain))
     device = resolve_device(args.device)
-    return default_chain(device, resolve_dtype(args.dtype, device), args.linear)
+    shape = local_shape(device, resolve_dtype(args.dtype, device), args.linear)
+    if args.confidence and shape.is_tree:
+        raise ConfigError(f"--confidence shapes a chain, and the default here is {shape.describe()}: add --chain G")
+    return shape
 
 
 def main(argv: list[str] | None = None) -> int:

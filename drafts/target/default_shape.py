@@ -1,16 +1,18 @@
-"""The chain a target drafts against by default: the best measured shape for how the target runs, in one place.
+"""The shape a target drafts against by default: the best measured shape for how the target runs, in one place.
 
-A round drafts G tokens and the target verifies G+1 positions in one forward. Whether a longer chain
-pays depends on what that forward costs against a one-token step. On a CPU with the packed target
-(:mod:`drafts.target.packed_linear`, the CPU float32 default) the shipped MoA draft (int8, as the app
-runs it), chains 2, 3 and 4 interleaved per prompt against ``ar`` (sharegpt-heldout, T=0, 8 x 96, one
-thread on a core shared with other jobs; ``drafts/bench/results/2026-12-02-s7/packed-default``), in
-CPU-time speedup over ``ar`` (two runs): chain 2 1.05x / 1.05x, chain 3 1.04x / 1.02x, chain 4
-0.98x / 0.97x (tau 1.49, 1.57, 1.58: the third and fourth drafted tokens are rarely kept, and each costs a
-draft step and a wider verify). Session 6 agreed (chain 2 1.10x, chain 4 1.02x of ``ar``). Elsewhere
-(dense layers, a GPU, a remote verifier, whose round trips make longer chains pay) the chain stays 4.
+A round drafts a chain of G tokens, or an EAGLE-2 tree, and the target verifies its positions in one
+forward. Whether a wider draft pays depends on what that forward costs against a one-token step. On a CPU
+with the packed target (:mod:`drafts.target.packed_linear`, the CPU float32 default) a verify of 3-9
+positions costs 1.4-1.6 steps, so a *small tree* pays: it keeps several candidates where the draft's top-1
+is wrong. The shipped MoA draft (int8, as the app runs it), interleaved per prompt against ``ar``
+(sharegpt-heldout, T=0, 8 x 96, one thread on a shared core;
+``drafts/bench/results/2026-12-02-s8/cpu-shapes``), CPU-time speedup over ``ar`` in two runs: tree 3,4,8
+1.21x / 1.18x (tau 1.94), tree 3,2,4 1.18x / 1.17x (tau 1.76), chain 2 1.05x / 1.05x (tau 1.50), chain 3
+0.99x / 1.00x; all identical to ``ar``. Session 7 chose chain 2 among chains
+(``2026-12-02-s7/packed-default``: chain 2 1.05x, chain 4 0.98x). Elsewhere (dense layers, a GPU) the chain
+stays 4.
 
-Used by ``moa-bench`` (no ``--chain``) and by the app's settings (``chain = 0``: the local engine's
+Used by ``moa-bench`` (no ``--chain`` or ``--tree``) and by the app's settings (``chain = 0``: the local engine's
 default).
 
 The remote engine's default is a tree, chosen by where the verifier runs (Welcome's
@@ -20,6 +22,13 @@ The remote engine's default is a tree, chosen by where the verifier runs (Welcom
 verifier a 61-node verify costs 3.8 one-token steps and 17 nodes 1.8, so 4,4,16 gives the most tokens
 per second (0.69-0.77x API streaming against chain 4's 0.55x); on a GPU a 61-node verify costs about
 one step, so 6,10,60 (fewest round trips) is best. The settings ask for it with :data:`VERIFIER_DEFAULT`.
+
+Larger GPU trees were measured and not taken (``drafts/bench/results/2026-12-02-s8/trees``, the session-7
+drafts, T=0): 10,10,100 against 6,10,60 raises tau 3-4 % (sharegpt-heldout 6 x 96: MoA 2.53 -> 2.61;
+humaneval 2.20 -> 2.28), so remote round trips per 100 tokens fall 45.8 -> 43.8 (humaneval 3 x 64, 4g),
+but the client drafts 10 levels a round instead of 6 (~1.5x its draft time, on the client's own CPU
+whatever the verifier), which costs more time than the 4 % of round trips saves. moa-server takes up
+to 128 nodes on an accelerator (``server_stub.config.MAX_TREE_ACCELERATOR``) for whoever asks for one.
 """
 
 from __future__ import annotations
@@ -31,16 +40,19 @@ import torch
 from drafts.drafters.base import DraftShape
 from drafts.target.packed_linear import resolve_linear
 
-PACKED_CPU_CHAIN = 2  # the packed target on a CPU: the best measured chain
+PACKED_CPU_TREE = "3,4,8"  # the packed target on a CPU: the best measured shape
 DEFAULT_CHAIN = 4  # dense layers, a GPU: the long-standing default
 VERIFIER_CPU_TREE = "4,4,16"  # the remote engine's default with a CPU verifier
 VERIFIER_GPU_TREE = "6,10,60"  # ... with a verifier on an accelerator (cuda, mps)
 VERIFIER_DEFAULT = DraftShape(gamma=0)  # "the verifier's default": resolved by verifier_shape() once connected
 
 
-def default_chain(device: torch.device, dtype: torch.dtype, linear: str = "auto") -> int:
-    """G for a target on ``device`` in ``dtype`` whose Linear layers run as ``linear`` (auto | packed | dense)."""
-    return PACKED_CPU_CHAIN if resolve_linear(linear, device, dtype) == "packed" else DEFAULT_CHAIN
+def local_shape(device: torch.device, dtype: torch.dtype, linear: str = "auto") -> DraftShape:
+    """The shape for a target on ``device`` in ``dtype`` whose Linear layers run as ``linear`` (auto | packed |
+    dense), verified in-process: ``moa-bench`` and the local engine."""
+    if resolve_linear(linear, device, dtype) == "packed":
+        return DraftShape.parse_tree(PACKED_CPU_TREE)
+    return DraftShape(gamma=DEFAULT_CHAIN)
 
 
 @lru_cache(maxsize=8)  # read every round: parse each tree once

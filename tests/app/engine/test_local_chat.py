@@ -302,6 +302,7 @@ def test_subscribers_get_link_local_once_then_every_event_on_the_callers_thread(
     assert len(stats) > 2  # one per round at this interval, and the last before Finished
     last = stats[-1]
     assert last.rtt_ms is None and last.bytes_up_per_token == last.bytes_down_per_token == 0
+    assert last.shape == CONFIG.shape.describe() == "chain 3"  # the status bar shows the shape drafted
     assert last.round_trips == end.stats.verify_rounds == end.stats.round_trips > 0
     assert last.new_tokens == end.stats.new_tokens and end.stats.rtt_ms is None
     assert 1.0 <= last.tau <= 4.0 and len(last.acceptance_by_depth) == 3

@@ -86,12 +86,14 @@ def test_the_choices_copied_to_keep_torch_out_of_startup_match_the_cores() -> No
     assert options.DEVICE_CHOICES == DEVICE_CHOICES and options.LINEAR_CHOICES == LINEAR_CHOICES
 
 
-def test_chain_0_is_the_best_measured_chain_for_where_the_target_runs() -> None:
-    from drafts.target.default_shape import DEFAULT_CHAIN, PACKED_CPU_CHAIN, VERIFIER_DEFAULT
+def test_chain_0_is_the_best_measured_shape_for_where_the_target_runs() -> None:
+    from drafts.target.default_shape import DEFAULT_CHAIN, PACKED_CPU_TREE, VERIFIER_DEFAULT
 
     assert Settings().chain == 0
-    assert Settings(mode="local", device="cpu").shape.gamma == PACKED_CPU_CHAIN  # the packed target on a CPU
-    assert Settings(mode="local", device="cpu", target_linear="dense").shape.gamma == DEFAULT_CHAIN
+    local = Settings(mode="local", device="cpu").shape  # the packed target on a CPU: a small tree
+    assert local.is_tree and local.describe() == f"tree {PACKED_CPU_TREE}"
+    dense = Settings(mode="local", device="cpu", target_linear="dense").shape
+    assert dense.gamma == DEFAULT_CHAIN and not dense.is_tree
     # remote: the verifier's default, which the remote engine resolves by the verifier's device
     assert Settings(mode="remote").shape == Settings(mode="demo").shape == VERIFIER_DEFAULT
     assert Settings(mode="remote", chain=4).shape.gamma == 4 and not Settings(mode="remote", chain=4).shape.is_tree

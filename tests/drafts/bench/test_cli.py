@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from drafts.bench import cli
-from drafts.target.default_shape import default_chain
+from drafts.target.default_shape import local_shape
 from drafts.target.loading import LoadedTarget
 from drafts.target.packed_linear import pack_linear_layers, resolve_linear
 from tests.tiny_targets import FakeTokenizer, tiny_model, tiny_runner
@@ -66,7 +66,7 @@ def test_a_run_prints_the_table_and_writes_every_statistic_as_json(
     for name, stats in written["methods"].items():
         assert set(stats) >= JSON_KEYS, name
     assert written["methods"]["oracle"]["identical_to_ar"] is True
-    assert written["config"]["prompts"] == 2 and written["config"]["draft_shape"] == f"chain {expected_chain()}"
+    assert written["config"]["prompts"] == 2 and written["config"]["draft_shape"] == expected_shape()
     table = capsys.readouterr().out
     assert table.splitlines()[0].split()[:2] == ["method", "tau"]
     assert "oracle: ideal speedup" in table
@@ -105,13 +105,13 @@ def test_dtype_bfloat16_runs_the_target_and_the_drafters_in_bfloat16(
 @pytest.mark.parametrize(
     ("flags", "linear", "shape"),
     [
-        ([], "packed", "chain 2"),
+        ([], "packed", "tree 3,4,8"),
         (["--dense-linear"], "dense", "chain 4"),
-        (["--packed-linear"], "packed", "chain 2"),
+        (["--packed-linear"], "packed", "tree 3,4,8"),
         (["--dense-linear", "--chain", "3"], "dense", "chain 3"),
     ],
 )
-def test_the_target_runs_packed_on_a_cpu_with_its_best_chain_unless_told_otherwise_and_the_json_says_so(
+def test_the_target_runs_packed_on_a_cpu_with_its_best_shape_unless_told_otherwise_and_the_json_says_so(
     loads: list[str | None], prompts_file: Path, tmp_path: Path, flags: list[str], linear: str, shape: str
 ) -> None:
     out = tmp_path / "bench.json"
@@ -149,15 +149,26 @@ def test_prompts_longer_than_the_context_are_skipped_named_and_replaced_by_later
     assert "skipped 1 prompt(s) longer than the context" in capsys.readouterr().err
 
 
-def expected_chain() -> int:
-    """moa-bench's default chain here: for a CPU float32 target (drafts.target.default_shape)."""
-    return default_chain(torch.device("cpu"), torch.float32)
+def expected_shape() -> str:
+    """moa-bench's default shape here: for a CPU float32 target (drafts.target.default_shape)."""
+    return local_shape(torch.device("cpu"), torch.float32).describe()
 
 
 def run_failing(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     """Run ``main``; it must return 2; the stderr message."""
     assert cli.main(argv) == 2
     return capsys.readouterr().err
+
+
+def test_confidence_without_a_chain_names_the_default_tree(
+    prompts_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if not local_shape(torch.device("cpu"), torch.float32).is_tree:
+        pytest.skip("the default shape here is a chain")
+
+    err = run_failing(["--method", "lookup", "--confidence", "0.2", "--dataset", str(prompts_file)], capsys)
+
+    assert "--confidence shapes a chain" in err and "--chain G" in err
 
 
 def test_an_unknown_method_is_an_error_that_lists_the_choices(

@@ -1,11 +1,31 @@
-"""The remote engine's default shape: the tree for the verifier's device (drafts.target.default_shape)."""
+"""Default shapes (drafts.target.default_shape): in-process, the best measured shape for how the target runs;
+remote, the tree for the verifier's device."""
 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from drafts.drafters.base import DraftShape
-from drafts.target.default_shape import VERIFIER_DEFAULT, is_verifier_default, verifier_shape
+from drafts.target.default_shape import (
+    DEFAULT_CHAIN,
+    PACKED_CPU_TREE,
+    VERIFIER_DEFAULT,
+    is_verifier_default,
+    local_shape,
+    verifier_shape,
+)
+
+
+def test_the_packed_cpu_target_drafts_a_small_tree_and_a_dense_one_a_chain() -> None:
+    cpu = torch.device("cpu")
+
+    packed = local_shape(cpu, torch.float32, "packed")
+    dense = local_shape(cpu, torch.float32, "dense")
+
+    assert packed == DraftShape.parse_tree(PACKED_CPU_TREE) and packed.tree_total <= 8  # a verify of <= 9 positions
+    assert dense == DraftShape(gamma=DEFAULT_CHAIN)
+    assert local_shape(cpu, torch.bfloat16) == dense  # packing is for float32 only
 
 
 @pytest.mark.parametrize(
