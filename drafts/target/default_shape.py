@@ -25,10 +25,12 @@ one step, so 6,10,60 (fewest round trips) is best. The settings ask for it with 
 
 Larger GPU trees were measured and not taken (``drafts/bench/results/2026-12-02-s8/trees``, the session-7
 drafts, T=0): 10,10,100 against 6,10,60 raises tau 3-4 % (sharegpt-heldout 6 x 96: MoA 2.53 -> 2.61;
-humaneval 2.20 -> 2.28), so remote round trips per 100 tokens fall 45.8 -> 43.8 (humaneval 3 x 64, 4g),
-but the client drafts 10 levels a round instead of 6 (~1.5x its draft time, on the client's own CPU
-whatever the verifier), which costs more time than the 4 % of round trips saves. moa-server takes up
-to 128 nodes on an accelerator (``server_stub.config.MAX_TREE_ACCELERATOR``) for whoever asks for one.
+humaneval 2.20 -> 2.28), so remote round trips per 100 tokens fall 45.8 -> 43.8 (humaneval 3 x 64, 4g;
+sharegpt 46.4 -> 45.8), but the client drafts 10 levels a round instead of 6 (~1.5x its draft time, on
+the client's own CPU whatever the verifier), which costs more time than 3-4 % of the round trips save.
+6,10,100 drafts as cheaply as 6,10,60 for ~2 % more tau (sharegpt 2.58): too little, too thinly
+measured, to move the default. moa-server takes up to 128 nodes on an accelerator
+(``server_stub.config.MAX_TREE_ACCELERATOR``) for whoever asks for a bigger tree.
 """
 
 from __future__ import annotations
