@@ -6,9 +6,10 @@ with the packed target (:mod:`drafts.target.packed_linear`, the CPU float32 defa
 positions costs 1.4-1.6 steps, so a *small tree* pays: it keeps several candidates where the draft's top-1
 is wrong. The shipped MoA draft (int8, as the app runs it), interleaved per prompt against ``ar``
 (sharegpt-heldout, T=0, 8 x 96, one thread on a shared core;
-``drafts/bench/results/2026-12-02-s8/cpu-shapes``), CPU-time speedup over ``ar`` in two runs: tree 3,4,8
-1.21x / 1.18x (tau 1.94), tree 3,2,4 1.18x / 1.17x (tau 1.76), chain 2 1.05x / 1.05x (tau 1.50), chain 3
-0.99x / 1.00x; all identical to ``ar``. Session 7 chose chain 2 among chains
+``drafts/bench/results/2026-12-02-s8/cpu-shapes``), CPU-time speedup over ``ar`` in three runs: tree 3,4,8
+1.21x / 1.18x / 1.15x (tau 1.94), tree 3,2,4 1.18x / 1.17x / 1.15x (tau 1.76), chain 2 1.05x / 1.05x / 1.01x
+(tau 1.50), chain 3 0.99x / 1.00x; with the MoA shipped in session 8, tree 3,4,8 1.34x (tau 2.09), 3,2,4
+1.20x, chain 2 1.03x (tau 1.60); all identical to ``ar``. Session 7 chose chain 2 among chains
 (``2026-12-02-s7/packed-default``: chain 2 1.05x, chain 4 0.98x). Elsewhere (dense layers, a GPU) the chain
 stays 4.
 
