@@ -29,8 +29,8 @@ drafts, T=0): 10,10,100 against 6,10,60 raises tau 3-4 % (sharegpt-heldout 6 x 9
 humaneval 2.20 -> 2.28), so remote round trips per 100 tokens fall 45.8 -> 43.8 (humaneval 3 x 64, 4g;
 sharegpt 46.4 -> 45.8), but the client drafts 10 levels a round instead of 6 (~1.5x its draft time, on
 the client's own CPU whatever the verifier), which costs more time than 3-4 % of the round trips save.
-6,10,100 drafts as cheaply as 6,10,60 for 2-4 % more tau (MoA sharegpt 2.58, humaneval 2.28): too
-little, on 6 prompts, to move the default (it is the candidate to re-measure with newer drafts).
+6,10,100 drafts as cheaply as 6,10,60 for ~2 % more tau (MoA sharegpt 2.53 -> 2.58): too little, on
+6 prompts, to move the default (it is the candidate to re-measure with the session-8 drafts).
 moa-server takes up to 128 nodes on an accelerator (``server_stub.config.MAX_TREE_ACCELERATOR``) for
 whoever asks for a bigger tree.
 """
