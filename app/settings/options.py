@@ -91,8 +91,8 @@ OPTIONS: tuple[Option, ...] = (
         "chain",
         0,
         "draft shape: a chain of at most G tokens per round (as moa-bench --chain); 0: the best measured for "
-        "where the target runs (a chain of 2 for --local on a CPU; remote: tree 4,4,16 on a CPU verifier, "
-        "6,10,60 on a GPU one)",
+        "where the target runs (tree 3,4,8 for --local on a CPU; remote: tree 4,4,16 on a CPU verifier, "
+        "6,10,100 on a GPU one)",
         "0 or an integer from 1 to 64",
         lambda v: 0 <= v <= 64,
         int,

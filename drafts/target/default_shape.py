@@ -21,18 +21,16 @@ The remote engine's default is a tree, chosen by where the verifier runs (Welcom
 (``drafts/bench/results/2026-12-02-s7/remote``, shipped MoA, T=0), round trips per 100 tokens are chain
 4 68.8 / 71.4 (humaneval / sharegpt), tree 4,4,16 54.2 / 58.3, tree 6,10,60 46.9 / 49.0. On a CPU
 verifier a 61-node verify costs 3.8 one-token steps and 17 nodes 1.8, so 4,4,16 gives the most tokens
-per second (0.69-0.77x API streaming against chain 4's 0.55x); on a GPU a 61-node verify costs about
-one step, so 6,10,60 (fewest round trips) is best. The settings ask for it with :data:`VERIFIER_DEFAULT`.
+per second (0.69-0.77x API streaming against chain 4's 0.55x); on a GPU a 100-node verify costs about
+one step, so a wide tree (fewest round trips) is best. The settings ask for it with :data:`VERIFIER_DEFAULT`.
 
-Larger GPU trees were measured and not taken (``drafts/bench/results/2026-12-02-s8/trees``, the session-7
-drafts, T=0): 10,10,100 against 6,10,60 raises tau 3-4 % (sharegpt-heldout 6 x 96: MoA 2.53 -> 2.61;
-humaneval 2.20 -> 2.28), so remote round trips per 100 tokens fall 45.8 -> 43.8 (humaneval 3 x 64, 4g;
-sharegpt 46.4 -> 45.8), but the client drafts 10 levels a round instead of 6 (~1.5x its draft time, on
-the client's own CPU whatever the verifier), which costs more time than 3-4 % of the round trips save.
-6,10,100 drafts as cheaply as 6,10,60 for ~2 % more tau (MoA sharegpt 2.53 -> 2.58): too little, on
-6 prompts, to move the default (it is the candidate to re-measure with the session-8 drafts).
-moa-server takes up to 128 nodes on an accelerator (``server_stub.config.MAX_TREE_ACCELERATOR``) for
-whoever asks for a bigger tree.
+The GPU tree is 6,10,100 (``drafts/bench/results/2026-12-02-s8/trees`` and ``remote-s8``, T=0): it drafts
+as cheaply as 6,10,60 (the same 6 levels of a 10-node frontier; only the final pick keeps more nodes) for
+2-4 % more tau: in-process 6 x 96, session-7 drafts, MoA sharegpt-heldout 2.53 -> 2.58, humaneval 2.20 ->
+2.28; remote 3 x 64 over 4g, session-8 drafts, 45.3 -> 44.3 (humaneval) and 45.3 -> 44.8 (sharegpt)
+round trips per 100 tokens. 10,10,100 gives the same round trips with the session-8 drafts (44.3 /
+44.8) for ~1.5x the client's draft time (10 levels a round), so it is not taken. moa-server takes up to
+128 nodes on an accelerator (``server_stub.config.MAX_TREE_ACCELERATOR``) and 64 on a CPU.
 """
 
 from __future__ import annotations
@@ -47,7 +45,7 @@ from drafts.target.packed_linear import resolve_linear
 PACKED_CPU_TREE = "3,4,8"  # the packed target on a CPU: the best measured shape
 DEFAULT_CHAIN = 4  # dense layers, a GPU: the long-standing default
 VERIFIER_CPU_TREE = "4,4,16"  # the remote engine's default with a CPU verifier
-VERIFIER_GPU_TREE = "6,10,60"  # ... with a verifier on an accelerator (cuda, mps)
+VERIFIER_GPU_TREE = "6,10,100"  # ... with a verifier on an accelerator (cuda, mps)
 VERIFIER_DEFAULT = DraftShape(gamma=0)  # "the verifier's default": resolved by verifier_shape() once connected
 
 

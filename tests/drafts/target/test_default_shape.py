@@ -30,7 +30,7 @@ def test_the_packed_cpu_target_drafts_a_small_tree_and_a_dense_one_a_chain() -> 
 
 @pytest.mark.parametrize(
     ("device_kind", "tree"),
-    [("cpu", "tree 4,4,16"), (None, "tree 4,4,16"), ("cuda", "tree 6,10,60"), ("mps", "tree 6,10,60")],
+    [("cpu", "tree 4,4,16"), (None, "tree 4,4,16"), ("cuda", "tree 6,10,100"), ("mps", "tree 6,10,100")],
 )
 def test_the_verifier_default_is_the_tree_for_its_device(device_kind: str | None, tree: str) -> None:
     shape = verifier_shape(device_kind)
