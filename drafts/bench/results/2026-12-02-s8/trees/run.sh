@@ -5,7 +5,7 @@
 # on core 0 of a 2-core AMD EPYC shared with other jobs, and a CPU verifier makes big trees slow anyway.
 #   drafts/bench/results/2026-12-02-s8/trees/run.sh            # every shape, both data sets
 #   SHAPES="10,10,100" DATASETS=humaneval LIMIT=6 .../run.sh   # a subset
-# A JSON already written is kept (the script resumes); python3 .../table.py *.json prints the table.
+# A JSON already written is kept (the script resumes); python3 .../trees_table.py *.json prints the table.
 set -euo pipefail
 cd "$(dirname "$0")/../../../../.."  # the repository root
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1

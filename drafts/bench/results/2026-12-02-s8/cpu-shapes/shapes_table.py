@@ -1,7 +1,7 @@
 """The cpu-shapes runs as one markdown table: tau, CPU-time and wall speedup over ``ar``, identical to ``ar``,
 and each shape's CPU time against chain 2's, prompt by prompt (prompts where it is cheaper / all).
 
-    python drafts/bench/results/2026-12-02-s8/cpu-shapes/table.py drafts/bench/results/2026-12-02-s8/cpu-shapes/*.json
+    cd drafts/bench/results/2026-12-02-s8/cpu-shapes && python shapes_table.py *.json
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Print the tree sweep's tables from moa-bench JSON files (one run per data set and shape).
 
-    python3 drafts/bench/results/2026-12-02-s8/trees/table.py drafts/bench/results/2026-12-02-s8/trees/*.json
+    python3 drafts/bench/results/2026-12-02-s8/trees/trees_table.py drafts/bench/results/2026-12-02-s8/trees/*.json
 
 Table 1: tau per method, 100 / tau (verify rounds per 100 tokens), MoA / EAGLE, identical to ar.
 Table 2: acceptance by depth, as moa-bench counts it (rounds keeping >= d drafted tokens, of the rounds
