@@ -26,6 +26,7 @@ from pathlib import Path
 
 from drafts.errors import ConfigError
 from drafts.protocol import Limits
+from drafts.target.device import is_accelerator
 from drafts.target.packed_linear import LINEAR_CHOICES
 from server_stub.capacity import default_queued_total_bytes
 
@@ -149,7 +150,7 @@ class ServerConfig:
         """Drafted nodes per Verify for a target on ``device_kind`` (None, unsaid: a CPU): --max-tree, or by device."""
         if self.max_tree is not None:
             return self.max_tree
-        return MAX_TREE_CPU if device_kind in (None, "cpu") else MAX_TREE_ACCELERATOR
+        return MAX_TREE_ACCELERATOR if is_accelerator(device_kind) else MAX_TREE_CPU
 
     def limits(self, vocab: int, max_tree_nodes: int) -> Limits:
         """What the protocol accepts from a client; q of a full tree over ``vocab`` tokens must fit."""

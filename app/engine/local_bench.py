@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 import time
 from collections.abc import Callable, Sequence
 
@@ -33,8 +34,9 @@ from drafts.bench.environment import cpu_model
 from drafts.decoding.autoregressive import generate_autoregressive
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.speculative import generate
-from drafts.drafters.base import Drafter, DraftShape
-from drafts.target.default_shape import local_shape
+from drafts.drafters.base import Drafter
+from drafts.errors import MoaError
+from drafts.target.default_shape import asked_shape, local_shape
 from drafts.target.packed_linear import LINEAR_CHOICES
 from drafts.target.runner import TargetRunner
 
@@ -62,10 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     runner, drafter = load_models(local_config(args))
-    shape = (
-        DraftShape(args.chain, min_confidence=args.confidence)
-        if args.chain is not None
-        else local_shape(runner.device, runner.dtype, runner.linear)
+    shape = asked_shape(
+        None, args.chain, args.confidence, lambda: local_shape(runner.device, runner.dtype, runner.linear)
     )
     decode = DecodeConfig(max_new_tokens=args.tokens, shape=shape)
     totals = {method: [0.0, 0.0, 0.0] for method in ("ar", "spec", "local", "local-ar")}  # tokens, wall s, CPU s
@@ -138,4 +138,8 @@ async def _engine_answer(engine: LocalChatEngine, messages: Sequence[Message], d
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except MoaError as exc:  # a bad flag, a missing model: one line, no traceback
+        print(f"local_bench: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None

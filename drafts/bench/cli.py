@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ from drafts.drafters.base import DraftShape
 from drafts.drafters.registry import drafter_spec, set_checkpoint
 from drafts.errors import ConfigError, MoaError
 from drafts.sampling import SamplingConfig
-from drafts.target.default_shape import local_shape
+from drafts.target.default_shape import asked_shape, local_shape
 from drafts.target.device import DEVICE_CHOICES, DTYPE_CHOICES, resolve_device, resolve_dtype
 from drafts.target.loading import load_target
 from drafts.target.runner import TargetRunner
@@ -116,22 +115,15 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
         methods = ("ar", *methods)  # speedups are relative to ar measured in the same run
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit must be >= 1, got {args.limit}")
-    shape = dataclasses.replace(_shape(args), min_confidence=args.confidence)
+    shape = asked_shape(args.tree, args.chain, args.confidence, lambda: _default_shape(args))
     sampling = SamplingConfig(args.temperature, args.top_k, args.top_p, seed=args.seed)
     return BenchConfig(methods, DecodeConfig(args.max_new_tokens, sampling, shape))
 
 
-def _shape(args: argparse.Namespace) -> DraftShape:
-    """--tree, --chain, or the best measured shape for how the target runs (drafts.target.default_shape)."""
-    if args.tree:
-        return DraftShape.parse_tree(args.tree)
-    if args.chain is not None:
-        return DraftShape(gamma=int(args.chain))
+def _default_shape(args: argparse.Namespace) -> DraftShape:
+    """The best measured shape for how the target runs (drafts.target.default_shape)."""
     device = resolve_device(args.device)
-    shape = local_shape(device, resolve_dtype(args.dtype, device), args.linear)
-    if args.confidence and shape.is_tree:
-        raise ConfigError(f"--confidence shapes a chain, and the default here is {shape.describe()}: add --chain G")
-    return shape
+    return local_shape(device, resolve_dtype(args.dtype, device), args.linear)
 
 
 def main(argv: list[str] | None = None) -> int:

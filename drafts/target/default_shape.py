@@ -35,11 +35,15 @@ round trips per 100 tokens. 10,10,100 gives the same round trips with the sessio
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from functools import lru_cache
 
 import torch
 
 from drafts.drafters.base import DraftShape
+from drafts.errors import ConfigError
+from drafts.target.device import is_accelerator
 from drafts.target.packed_linear import resolve_linear
 
 PACKED_CPU_TREE = "3,4,8"  # the packed target on a CPU: the best measured shape
@@ -57,10 +61,26 @@ def local_shape(device: torch.device, dtype: torch.dtype, linear: str = "auto") 
     return DraftShape(gamma=DEFAULT_CHAIN)
 
 
+def asked_shape(
+    tree: str | None, chain: int | None, confidence: float, default: Callable[[], DraftShape]
+) -> DraftShape:
+    """The shape command-line flags ask for: ``--tree``, ``--chain`` (with ``--confidence``), else ``default()``
+    (:func:`local_shape`, only then resolved); ``--confidence`` shapes chains, so a default tree needs ``--chain``."""
+    if tree:
+        shape = DraftShape.parse_tree(tree)
+    elif chain is not None:
+        shape = DraftShape(gamma=chain)
+    else:
+        shape = default()
+        if confidence and shape.is_tree:
+            raise ConfigError(f"--confidence shapes a chain, and the default here is {shape.describe()}: add --chain G")
+    return dataclasses.replace(shape, min_confidence=confidence)
+
+
 @lru_cache(maxsize=8)  # read every round: parse each tree once
 def verifier_shape(device_kind: str | None) -> DraftShape:
     """The remote engine's default shape for a verifier on ``device_kind`` (None, unsaid: a CPU)."""
-    return DraftShape.parse_tree(VERIFIER_CPU_TREE if device_kind in (None, "cpu") else VERIFIER_GPU_TREE)
+    return DraftShape.parse_tree(VERIFIER_GPU_TREE if is_accelerator(device_kind) else VERIFIER_CPU_TREE)
 
 
 def is_verifier_default(shape: DraftShape) -> bool:

@@ -10,6 +10,12 @@ DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
 DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")
 
 
+def is_accelerator(device_kind: str | None) -> bool:
+    """Whether a target on ``device_kind`` (a torch device type, as a verifier's Welcome says it; None: unsaid,
+    taken for a CPU) runs on an accelerator (cuda, mps), where a wide verify costs about one step."""
+    return device_kind not in (None, "cpu")
+
+
 def resolve_device(name: str = "auto") -> torch.device:
     """``auto`` picks cuda, then mps, then cpu; a named device must exist."""
     if name == "auto":

@@ -7,10 +7,12 @@ import pytest
 import torch
 
 from drafts.drafters.base import DraftShape
+from drafts.errors import ConfigError
 from drafts.target.default_shape import (
     DEFAULT_CHAIN,
     PACKED_CPU_TREE,
     VERIFIER_DEFAULT,
+    asked_shape,
     is_verifier_default,
     local_shape,
     verifier_shape,
@@ -42,3 +44,17 @@ def test_only_the_unasked_shape_is_the_verifier_default() -> None:
     assert is_verifier_default(VERIFIER_DEFAULT)
     assert not is_verifier_default(DraftShape(gamma=4))
     assert not is_verifier_default(DraftShape.parse_tree("4,4,16"))
+
+
+def test_flags_ask_for_a_tree_a_chain_or_the_default_and_confidence_needs_a_chain() -> None:
+    tree = DraftShape.parse_tree("3,4,8")
+
+    def unused() -> DraftShape:
+        raise AssertionError("the default is resolved only when no shape is asked for")
+
+    assert asked_shape("4,4,16", None, 0.0, unused) == DraftShape.parse_tree("4,4,16")
+    assert asked_shape(None, 3, 0.2, unused) == DraftShape(gamma=3, min_confidence=0.2)
+    assert asked_shape(None, None, 0.0, lambda: tree) == tree
+    assert asked_shape(None, None, 0.2, lambda: DraftShape(gamma=4)) == DraftShape(gamma=4, min_confidence=0.2)
+    with pytest.raises(ConfigError, match="--confidence shapes a chain.*tree 3,4,8.*--chain G"):
+        asked_shape(None, None, 0.2, lambda: tree)
