@@ -75,6 +75,9 @@ class EngineConfig:
     # fewer tokens accepted).
     q_top_k: int = 32
     device: str = "auto"  # where the draft runs (as on the server: cuda, then mps, then cpu)
+    # Speculative streaming (app.engine.stream_generation): the server decodes without waiting and
+    # verifies the draft's newest proposal at each step; a server without it gets rounds (Verify).
+    stream: bool = False
     client_name: str = field(default="moa-chat/0.1.0")  # Hello.client, for the server's logs
 
     def __post_init__(self) -> None:

@@ -174,6 +174,14 @@ class Link:
             self.traffic.bytes_up += len(frame)
             await self._send(frame)
 
+    async def tell(self, message: Any) -> None:
+        """Send a message that has no reply of its own (a Propose); nothing once the link is lost."""
+        if self.lost.is_set() or self.protocol.state is not SessionState.OPEN:
+            return
+        frame = await self._encode(message)
+        self.traffic.bytes_up += len(frame)
+        await self._send(frame)
+
     async def _encode(self, message: Any) -> bytes:
         frame: bytes = await asyncio.get_running_loop().run_in_executor(self._codec, self.protocol.send, message)
         return frame

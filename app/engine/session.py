@@ -90,13 +90,22 @@ class VerifierSession:
         return self.link is not None and not self.link.lost.is_set()
 
     # -- requests --------------------------------------------------------------------------------
-    async def ask(self, request: Request, on_part: OnPart | None = None, pipelined: bool = False) -> Reply:
-        """Send ``request`` (its request_id is assigned here) and wait for the reply (parts to ``on_part``);
-        ``pipelined``: behind a request in flight, on its round trip (:class:`~app.engine.link.Traffic`)."""
+    async def ask(
+        self,
+        request: Request,
+        on_part: OnPart | None = None,
+        pipelined: bool = False,
+        on_id: Callable[[int], None] | None = None,
+    ) -> Reply:
+        """Send ``request`` (its request_id is assigned here, and told to ``on_id``) and wait for the reply
+        (parts to ``on_part``); ``pipelined``: behind a request in flight, on its round trip
+        (:class:`~app.engine.link.Traffic`)."""
         link = self.link
         if link is None or link.lost.is_set():
             raise LinkDownError(link.lost_reason if link is not None else "not connected")
         request = dataclasses.replace(request, request_id=link.new_request_id())
+        if on_id is not None:
+            on_id(request.request_id)  # a proposing Generate's Propose messages name it
         generated: list[int] = []  # a Generate's tokens, streamed parts and reply
 
         def collect(part: Generated) -> None:

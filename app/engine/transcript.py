@@ -127,6 +127,18 @@ class Transcript:
             self.confirmed.append(token)
             self._count([source])
 
+    def confirm_part(self, tokens: list[int], drafted: int) -> None:
+        """A speculative stream's part (one server step): its first ``drafted`` tokens were drafted
+        here and accepted, the rest are the target's own (:mod:`app.engine.stream_generation`)."""
+        assert not self.offline, "repair the offline tokens before confirming new parts"
+        sources = [TokenSource.DRAFT_ACCEPTED] * drafted + [TokenSource.TARGET] * (len(tokens) - drafted)
+        kept, pieces = self._admit(tokens)
+        for token, piece, source in zip(kept, pieces, sources, strict=False):
+            self._shown()
+            self.emit(TokenGenerated(len(self.confirmed), token, source, piece.text, piece.char_start))
+            self.confirmed.append(token)
+            self._count([source])
+
     def add_offline(self, tokens: list[int]) -> None:
         """Unverified tokens; the last ones are dropped if they reach a stop (then offline_complete)."""
         stop = self.stop
