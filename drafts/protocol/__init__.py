@@ -2,7 +2,7 @@
 
     messages.py  the messages, as domain values (MessageType, ErrorCode, Hello ... Cancel, Bye);
                  its docstring is the protocol's reference (Cancel's semantics included)
-      client_messages.py  Needs, Hello, Prefill, Verify, Rewind, Generate, Cancel, Bye
+      client_messages.py  Needs, Hello, Prefill, Verify, Rewind, Generate, Propose, Cancel, Bye
       server_messages.py  Capabilities, Timings, Welcome, Prefilled, Verified, Rewound, Generated, Error
       message_type.py     PROTOCOL_VERSION and MessageType, the frame header's type tag
     tensors.py   tensor payloads: explicit dtype and shape, raw bytes; int8 quantisation
@@ -33,6 +33,7 @@ from drafts.protocol.messages import (
     Needs,
     Prefill,
     Prefilled,
+    Propose,
     Rewind,
     Rewound,
     Timings,
@@ -61,6 +62,7 @@ __all__ = [
     "Needs",
     "Prefill",
     "Prefilled",
+    "Propose",
     "Rewind",
     "Rewound",
     "ServerProtocol",

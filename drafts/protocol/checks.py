@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import torch
 
 from drafts.errors import MalformedFrameError
+from drafts.sparse_proposal import SparseProposal
 
 TOKEN_DTYPES = (torch.int64,)  # token ids, tree indices: torch's index dtype
 PROB_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -45,6 +46,25 @@ def require_tokens(where: str, tokens: torch.Tensor) -> None:
     require_tensor(where, tokens, TOKEN_DTYPES, (None,))
     if bool((tokens < 0).any()):
         raise MalformedFrameError(f"{where} holds negative token ids")
+
+
+def require_tree(
+    where: str, tokens: torch.Tensor, parents: torch.Tensor, q: torch.Tensor | None, q_sparse: SparseProposal | None
+) -> None:
+    """A draft tree as Verify and Propose carry it (:mod:`drafts.tree`), with at most one form of q."""
+    require_tokens(f"{where}.tokens", tokens)
+    require_tensor(f"{where}.parents", parents, TOKEN_DTYPES, (tokens.shape[0],))
+    above = torch.arange(parents.shape[0])  # (N,) parents[i] must be in [0, i]
+    if bool(((parents < 0) | (parents > above)).any()):
+        raise MalformedFrameError(f"{where}.parents[i] must be in [0, i]: list parents before their children")
+    if q is not None:
+        require_tensor(f"{where}.q", q, PROB_DTYPES, (tokens.shape[0], None))
+        if q.shape[1] == 0 or not bool(((q >= 0) & torch.isfinite(q)).all()):
+            raise MalformedFrameError(f"{where}.q must hold finite probabilities >= 0 over a non-empty vocabulary")
+    if q_sparse is not None:
+        if q is not None:
+            raise MalformedFrameError(f"{where} carries q both dense and sparse; send one form")
+        q_sparse.check(tokens)
 
 
 def require_activations(where: str, activations: Mapping[str, torch.Tensor], rows: int | None) -> None:

@@ -1,4 +1,4 @@
-"""What the client sends the verifier: Hello, then requests (Prefill, Verify, Rewind, Generate), Cancel, Bye.
+"""What the client sends the verifier: Hello, then requests (Prefill, Verify, Rewind, Generate), Propose, Cancel, Bye.
 
 The session they make up, and each message's meaning, are described in :mod:`drafts.protocol.messages`.
 """
@@ -13,12 +13,10 @@ import torch
 
 from drafts.errors import MalformedFrameError
 from drafts.protocol.checks import (
-    PROB_DTYPES,
-    TOKEN_DTYPES,
     require_non_negative,
     require_positive,
-    require_tensor,
     require_tokens,
+    require_tree,
 )
 from drafts.protocol.message_type import MessageType
 from drafts.sampling import SamplingConfig
@@ -100,40 +98,34 @@ class Verify:
 
     def __post_init__(self) -> None:
         require_non_negative("verify", request_id=self.request_id, root_token=self.root_token)
-        require_tokens("verify.tokens", self.tokens)
-        require_tensor("verify.parents", self.parents, TOKEN_DTYPES, (self.tokens.shape[0],))
-        above = torch.arange(self.parents.shape[0])  # (N,) parents[i] must be in [0, i]
-        if bool(((self.parents < 0) | (self.parents > above)).any()):
-            raise MalformedFrameError("verify.parents[i] must be in [0, i]: list parents before their children")
-        if self.q is not None:
-            require_tensor("verify.q", self.q, PROB_DTYPES, (self.tokens.shape[0], None))
-            if self.q.shape[1] == 0 or not bool(((self.q >= 0) & torch.isfinite(self.q)).all()):
-                raise MalformedFrameError("verify.q must hold finite probabilities >= 0 over a non-empty vocabulary")
         if (self.q_indices is None) != (self.q_weights is None):
             raise MalformedFrameError("verify.q_indices and verify.q_weights go together; send both or neither")
-        if self.q_sparse is not None:
-            if self.q is not None:
-                raise MalformedFrameError("verify carries q both dense and sparse; send one form")
-            self.q_sparse.check(self.tokens)
+        require_tree("verify", self.tokens, self.parents, self.q, self.q_sparse)
 
     @classmethod
     def of(cls, request_id: int, root_token: int, tree: DraftTree, sampling: SamplingConfig) -> Verify:
-        tokens = torch.tensor(tree.tokens, dtype=torch.int64)
-        parents = torch.tensor(tree.parents, dtype=torch.int64)
-        sparse = tree.q_sparse
-        if sparse is None:
-            return cls(request_id, root_token, tokens, parents, tree.q, sampling)
-        return cls(request_id, root_token, tokens, parents, tree.q, sampling, sparse.indices, sparse.weights)
+        tokens, parents, indices, weights = _tree_tensors(tree)
+        return cls(request_id, root_token, tokens, parents, tree.q, sampling, indices, weights)
 
     @property
     def q_sparse(self) -> SparseProposal | None:
-        if self.q_indices is None or self.q_weights is None:
-            return None
-        return SparseProposal(self.q_indices, self.q_weights)
+        return _sparse(self.q_indices, self.q_weights)
 
     @property
     def tree(self) -> DraftTree:
         return DraftTree(tuple(self.tokens.tolist()), tuple(self.parents.tolist()), self.q, self.q_sparse)
+
+
+def _tree_tensors(tree: DraftTree) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """(tokens, parents, q_indices, q_weights) of a tree, as Verify and Propose carry it."""
+    tokens = torch.tensor(tree.tokens, dtype=torch.int64)
+    parents = torch.tensor(tree.parents, dtype=torch.int64)
+    sparse = tree.q_sparse
+    return tokens, parents, None if sparse is None else sparse.indices, None if sparse is None else sparse.weights
+
+
+def _sparse(indices: torch.Tensor | None, weights: torch.Tensor | None) -> SparseProposal | None:
+    return None if indices is None or weights is None else SparseProposal(indices, weights)
 
 
 @dataclass(frozen=True)
@@ -158,11 +150,52 @@ class Generate:
     max_new_tokens: int  # stop after this many tokens
     stop_tokens: torch.Tensor  # (s,) int64: a token among these ends the output (and is part of it)
     sampling: SamplingConfig
+    # speculative streaming: the client sends Propose messages for this request, each step verifies
+    # the part of the newest one that still applies, and every part carries activations
+    propose: bool = False
 
     def __post_init__(self) -> None:
         require_non_negative("generate", request_id=self.request_id, root_token=self.root_token)
         require_positive("generate", max_new_tokens=self.max_new_tokens)
         require_tokens("generate.stop_tokens", self.stop_tokens)
+
+
+@dataclass(frozen=True, eq=False)
+class Propose:
+    """A draft tree for the steps of a running proposing Generate; no reply of its own.
+
+    The tree's root is the session token at index ``base`` (the newest token of a Generated part
+    the client knew of: index ``part.committed``); a node at depth d guesses index ``base + d``.
+    The server keeps the part that still applies when it next steps (:mod:`drafts.proposal_match`).
+    """
+
+    TYPE: ClassVar[MessageType] = MessageType.PROPOSE
+    request_id: int  # the proposing Generate these drafts are for, not an id of its own
+    base: int  # session index of the tree's root
+    tokens: torch.Tensor  # (N,) int64 token ids of nodes 1..N, as Verify's
+    parents: torch.Tensor  # (N,) int64 tree index of each node's parent, parents[i] <= i
+    q: torch.Tensor | None = None  # (N, V) dense proposals (T > 0); None = deterministic or sparse
+    q_indices: torch.Tensor | None = None  # (N, K) int32 sparse form of q, as Verify's
+    q_weights: torch.Tensor | None = None  # (N, K) float16/float32
+
+    def __post_init__(self) -> None:
+        require_non_negative("propose", request_id=self.request_id, base=self.base)
+        if (self.q_indices is None) != (self.q_weights is None):
+            raise MalformedFrameError("propose.q_indices and propose.q_weights go together; send both or neither")
+        require_tree("propose", self.tokens, self.parents, self.q, self.q_sparse)
+
+    @classmethod
+    def of(cls, request_id: int, base: int, tree: DraftTree) -> Propose:
+        tokens, parents, indices, weights = _tree_tensors(tree)
+        return cls(request_id, base, tokens, parents, tree.q, indices, weights)
+
+    @property
+    def q_sparse(self) -> SparseProposal | None:
+        return _sparse(self.q_indices, self.q_weights)
+
+    @property
+    def tree(self) -> DraftTree:
+        return DraftTree(tuple(self.tokens.tolist()), tuple(self.parents.tolist()), self.q, self.q_sparse)
 
 
 @dataclass(frozen=True)

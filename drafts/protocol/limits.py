@@ -17,6 +17,9 @@ class Limits:
     max_tensors: int = 64  # per frame: a few fields plus the activations a draft needs
     max_tensor_elements: int = 2**24  # per tensor: q of 256 nodes x 49,152 tokens is 12.6 M
     max_tree_nodes: int = 256  # drafted nodes per Verify; one target pass runs over them all
+    # drafted nodes per Propose: more than a step verifies (the server keeps the part that still
+    # applies and cuts it to max_tree_nodes), bounded so matching one stays cheap
+    max_proposal_nodes: int = 1024
 
     def __post_init__(self) -> None:
         for name, value in dataclasses.asdict(self).items():

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from enum import Enum
 
-PROTOCOL_VERSION = 5  # the message set below; bump on any change to a message or its meaning
+PROTOCOL_VERSION = 6  # the message set below; bump on any change to a message or its meaning
 # (2: Generate, 3: Cancel, 4: Verify's sparse top-K proposals q_indices / q_weights,
-# 5: Welcome's capabilities.device_kind: a version-4 client would refuse the unknown field)
+# 5: Welcome's capabilities.device_kind: a version-4 client would refuse the unknown field,
+# 6: speculative streaming: Propose, Generate.propose, Generated.drafted / activations, capabilities.propose)
 
 
 class MessageType(Enum):
@@ -23,3 +24,4 @@ class MessageType(Enum):
     ERROR = "error"
     CANCEL = "cancel"
     BYE = "bye"
+    PROPOSE = "propose"

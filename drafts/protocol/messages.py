@@ -14,6 +14,7 @@ A session, in order (client = the user's machine running the draft, server = the
     Generate(id, root, max, stops)    ->                                     the target decodes alone
                                       <-    Generated(id, tokens, done=False) ...   one per token
                                       <-    Generated(id, tokens, done=True)        the reply
+    Propose(id, base, tree)           ->                                     drafts for a running Generate(propose=True)
     Cancel(id)                        ->                                     stop request ``id`` (no reply of its own)
     Bye()                             ->                                     also stops every pending request
 
@@ -51,13 +52,34 @@ normalised over those ids and 0 elsewhere, and the draft must have sampled from 
 (the rule and why it is lossless: :mod:`drafts.sparse_proposal`). ~192 bytes a node at K = 32 in
 float16 instead of ~197 KB dense. At most one of the two forms per Verify.
 
+**Speculative streaming** (protocol version 6). Over a link whose round trip is long against a
+target step, round-based speculation (Verify, wait, Verify) leaves the verifier idle. A
+``Generate`` with ``propose=True`` decodes as a plain one (every step yields at least one target
+token) while the client streams ``Propose(request_id, base, tokens, parents, q | q_indices,
+q_weights)`` messages for it: a draft tree (Verify's layout and checks; q as the Generate's
+sampling needs) whose root is the session token at index ``base`` (the newest token of a part
+the client had: ``part.committed``), a node at depth d guessing index ``base + d``. Propose has
+no reply; a newer one replaces an older one not used yet; one for a request that is not a running
+proposing Generate is ignored (the race with its end is normal). A malformed one (it does not
+decode or check) is refused like any frame, with an Error naming its ``request_id``: when that is
+a running proposing Generate the Error is that Generate's reply (the stream stops there, exactly
+one reply as always). Before each step, with the session at committed length c (the root at
+index c), the server takes the pending proposal and, if ``base <= c`` and the tree holds the
+tokens of indices base+1..c as a path, verifies the subtree below that path's end with the root
+in the same forward pass (q rows kept: exact at T > 0), cut to ``max_tree_nodes`` by index order
+(parents first); otherwise the step is the root alone. The rule: :mod:`drafts.proposal_match`.
+Each step is one ``Generated`` part: its first ``drafted`` tokens are accepted draft tokens, the
+rest the target's; ``activations`` hold the rows of the tokens the step committed (as Verified).
+``Welcome.capabilities.propose`` says the server takes proposals. At T = 0 the tokens are those
+of a plain Generate whatever the proposals are.
+
 Messages check their own invariants (tensor dtypes and shapes, ranges) at construction and raise
 :class:`~drafts.errors.MalformedFrameError`, so a bad message is refused the same way whether it
 was built locally or decoded off the wire. How they are laid out in bytes lives in
 :mod:`drafts.protocol.codec`; the scalar field types are the ones JSON carries.
 
 This module is the reference and the one import for them all; the classes live in
-:mod:`~drafts.protocol.client_messages` (Needs, Hello, the requests, Cancel, Bye),
+:mod:`~drafts.protocol.client_messages` (Needs, Hello, the requests, Propose, Cancel, Bye),
 :mod:`~drafts.protocol.server_messages` (Capabilities, Timings, Welcome, the replies, Error) and
 :mod:`~drafts.protocol.message_type` (PROTOCOL_VERSION, MessageType).
 """
@@ -65,7 +87,7 @@ This module is the reference and the one import for them all; the classes live i
 from __future__ import annotations
 
 from drafts.errors import ErrorCode
-from drafts.protocol.client_messages import Bye, Cancel, Generate, Hello, Needs, Prefill, Rewind, Verify
+from drafts.protocol.client_messages import Bye, Cancel, Generate, Hello, Needs, Prefill, Propose, Rewind, Verify
 from drafts.protocol.message_type import PROTOCOL_VERSION, MessageType
 from drafts.protocol.server_messages import (
     Capabilities,
@@ -95,6 +117,7 @@ __all__ = [
     "Needs",
     "Prefill",
     "Prefilled",
+    "Propose",
     "Reply",
     "Request",
     "Rewind",
@@ -108,7 +131,7 @@ __all__ = [
 
 Request = Prefill | Verify | Rewind | Generate
 Reply = Prefilled | Verified | Rewound | Generated | Error
-ClientMessage = Hello | Prefill | Verify | Rewind | Generate | Cancel | Bye
+ClientMessage = Hello | Prefill | Verify | Rewind | Generate | Propose | Cancel | Bye
 ServerMessage = Welcome | Prefilled | Verified | Rewound | Generated | Error
 Message = ClientMessage | ServerMessage
 

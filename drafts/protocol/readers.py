@@ -30,6 +30,7 @@ from drafts.protocol.messages import (
     Needs,
     Prefill,
     Prefilled,
+    Propose,
     Rewind,
     Rewound,
     Timings,
@@ -96,6 +97,14 @@ class Fields:
     def added_text(self, name: str) -> str | None:
         """A field added after the first release of its message: absent (an older peer) reads as None."""
         return self.optional_text(name) if name in self.data else None
+
+    def added_flag(self, name: str) -> bool:
+        """A flag added after the first release of its message: absent (an older peer) reads as False."""
+        return self.flag(name) if name in self.data else False
+
+    def added_integer(self, name: str) -> int:
+        """An int added after the first release of its message: absent (an older peer) reads as 0."""
+        return self.integer(name) if name in self.data else 0
 
     def integers(self, name: str) -> tuple[int, ...]:
         value = self.raw(name)
@@ -200,6 +209,7 @@ def _capabilities(f: Fields) -> Capabilities:
         payload=f.text("payload"),
         batching=f.flag("batching"),
         device_kind=f.added_text("device_kind"),
+        propose=f.added_flag("propose"),
     )
 
 
@@ -269,6 +279,7 @@ def _generate(f: Fields, t: TensorFields, limits: Limits) -> Generate:
         max_new_tokens=f.integer("max_new_tokens"),
         stop_tokens=t.take("stop_tokens"),
         sampling=f.section("sampling", _sampling),
+        propose=f.added_flag("propose"),
     )
 
 
@@ -280,6 +291,27 @@ def _generated(f: Fields, t: TensorFields, limits: Limits) -> Generated:
         done=f.flag("done"),
         timings=f.section("timings", _timings),
         cancelled=f.flag("cancelled"),
+        drafted=f.added_integer("drafted"),
+        activations=t.group(_GROUP),
+    )
+
+
+def _propose(f: Fields, t: TensorFields, limits: Limits) -> Propose:
+    tokens = t.take("tokens")
+    if tokens.numel() > limits.max_proposal_nodes:
+        raise TreeTooLargeError(
+            f"propose.tokens: a proposal of {tokens.numel()} nodes is over this end's limit of "
+            f"{limits.max_proposal_nodes}; propose smaller trees (a step verifies at most "
+            "Welcome.capabilities.max_tree_nodes of them)"
+        )
+    return Propose(
+        request_id=f.integer("request_id"),
+        base=f.integer("base"),
+        tokens=tokens,
+        parents=t.take("parents"),
+        q=t.optional("q"),
+        q_indices=t.optional("q_indices"),
+        q_weights=t.optional("q_weights"),
     )
 
 
@@ -314,4 +346,5 @@ DECODERS: dict[MessageType, _Decoder] = {
     MessageType.ERROR: _error,
     MessageType.CANCEL: _cancel,
     MessageType.BYE: _bye,
+    MessageType.PROPOSE: _propose,
 }

@@ -37,6 +37,9 @@ class Capabilities:
     # where the target runs ("cpu", "cuda", "mps"): the client picks its default draft shape by it
     # (drafts.target.default_shape.verifier_shape); None: not said (a frame without it reads as None)
     device_kind: str | None = None
+    # speculative streaming: the server takes Propose messages for a Generate with propose=True
+    # (protocol 6); a client that sees False falls back to round-based Verify
+    propose: bool = False
 
     def __post_init__(self) -> None:
         require_positive("capabilities", max_context=self.max_context, max_tree_nodes=self.max_tree_nodes)
@@ -147,6 +150,13 @@ class Generated:
     ``committed`` counts the tokens the server holds: all but the newest generated token, which is
     the next root (as ``Verified.next_token``). A ``cancelled`` part (always ``done``, with no
     tokens) answers a Generate stopped by Cancel: the newest streamed token is the next root.
+
+    In a proposing Generate (``Generate.propose``) each part is one target step: its first
+    ``drafted`` tokens are the client's proposal, accepted, the rest (one, unless a stop token or
+    ``max_new_tokens`` cut the part inside the accepted draft) the target's own; ``activations``
+    hold one row per token the step committed: the step's root, then every token of the part but
+    the newest (so ``tokens.numel()`` rows), as ``Verified.activations``. A plain Generate sends
+    ``drafted = 0`` and no activations.
     """
 
     TYPE: ClassVar[MessageType] = MessageType.GENERATED
@@ -156,12 +166,20 @@ class Generated:
     done: bool  # the last part: a stop token, max_new_tokens, or the context is full
     timings: Timings = Timings()  # of this part
     cancelled: bool = False  # the Generate was stopped by Cancel (done, no tokens)
+    drafted: int = 0  # the first ``drafted`` tokens are the client's accepted proposal (proposing Generate)
+    activations: Mapping[str, torch.Tensor] = field(default_factory=dict)  # name -> (n, ...): root + tokens[:-1]
 
     def __post_init__(self) -> None:
         require_non_negative("generated", request_id=self.request_id, committed=self.committed)
+        require_non_negative("generated", drafted=self.drafted)
         require_tokens("generated.tokens", self.tokens)
         if self.cancelled and (not self.done or self.tokens.numel()):
             raise MalformedFrameError("generated.cancelled is only valid on the done part, with no tokens")
+        if self.drafted > self.tokens.numel():
+            raise MalformedFrameError(
+                f"generated.drafted is {self.drafted}, more than the part's {self.tokens.numel()} tokens"
+            )
+        require_activations("generated", self.activations, rows=self.tokens.numel())
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from drafts.protocol.messages import (
     Message,
     Prefill,
     Prefilled,
+    Propose,
     Reply,
     Request,
     Rewind,
@@ -148,8 +149,10 @@ class ServerProtocol(_Session):
                 )
             self.hello = message
             self.state = SessionState.AWAITING_WELCOME
-        elif self.state is SessionState.OPEN and isinstance(message, Prefill | Verify | Rewind | Generate | Cancel):
-            pass  # the host answers; requests are handled in order, a Cancel at once
+        elif self.state is SessionState.OPEN and isinstance(
+            message, Prefill | Verify | Rewind | Generate | Propose | Cancel
+        ):
+            pass  # the host answers; requests are handled in order, a Propose or Cancel at once
         elif self.state is SessionState.OPEN and isinstance(message, Bye):
             self.state = SessionState.CLOSED
         else:
@@ -186,11 +189,12 @@ class ClientProtocol(_Session):
         self._next_id += 1
         return self._next_id
 
-    def send(self, message: Hello | Prefill | Verify | Rewind | Generate | Cancel | Bye) -> bytes:
+    def send(self, message: Hello | Prefill | Verify | Rewind | Generate | Propose | Cancel | Bye) -> bytes:
         """The frame to send for ``message``; requests are tracked until their reply arrives.
 
         A Cancel leaves its request in flight: the request's own reply still comes (and may
-        already be on its way, in which case the server ignores the Cancel).
+        already be on its way, in which case the server ignores the Cancel). A Propose has no
+        reply and is not tracked.
         """
         if isinstance(message, Hello) and self.state is SessionState.AWAITING_HELLO:
             self.state = SessionState.AWAITING_WELCOME
@@ -198,7 +202,7 @@ class ClientProtocol(_Session):
             if message.request_id in self.in_flight:
                 raise UnexpectedMessageError(f"request {message.request_id} is still in flight; use new_request_id()")
             self.in_flight[message.request_id] = message
-        elif isinstance(message, Cancel) and self.state is SessionState.OPEN:
+        elif isinstance(message, Cancel | Propose) and self.state is SessionState.OPEN:
             pass
         elif isinstance(message, Bye) and self.state is SessionState.OPEN:
             self.state = SessionState.CLOSED

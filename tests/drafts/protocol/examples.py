@@ -20,6 +20,7 @@ from drafts.protocol.messages import (
     Needs,
     Prefill,
     Prefilled,
+    Propose,
     Rewind,
     Rewound,
     Timings,
@@ -67,6 +68,22 @@ def verified(request_id: int = 1) -> Verified:
     return Verified(request_id, torch.tensor([1, 2]), 11, 42, activations, Timings(0.5, 3.25))
 
 
+def propose(request_id: int = 7, base: int = 12, nodes: int = 3, vocab: int = 16) -> Propose:
+    """A proposal with dense q for a running proposing Generate ``request_id``."""
+    gen = torch.Generator().manual_seed(base)
+    q = torch.softmax(torch.randn(nodes, vocab, generator=gen), dim=-1)  # (N, V)
+    tokens = torch.randint(0, vocab, (nodes,), generator=gen)
+    parents = torch.tensor([0, *range(nodes - 1)], dtype=torch.int64)
+    return Propose(request_id, base, tokens, parents, q)
+
+
+def sparse_propose(request_id: int = 7, base: int = 12) -> Propose:
+    """A proposal with top-K q: a root with two children, the first with a child."""
+    indices = torch.tensor([[3, 5], [4, 9], [1, 2]], dtype=torch.int32)  # (N, K)
+    weights = torch.tensor([[0.6, 0.4], [0.5, 0.5], [0.9, 0.1]], dtype=torch.float16)
+    return Propose(request_id, base, torch.tensor([3, 9, 1]), torch.tensor([0, 0, 1]), None, indices, weights)
+
+
 def one_of_each() -> list[Message]:
     """Every message type, client's first, with tensors of every payload dtype class."""
     return [
@@ -76,9 +93,15 @@ def one_of_each() -> list[Message]:
         Verify(4, 0, torch.tensor([5]), torch.tensor([0]), None, SamplingConfig()),
         Rewind(5, 3),
         Generate(7, 4, 64, torch.tensor([2, 0]), SamplingConfig(0.7, 0, 1.0, seed=5)),
+        Generate(8, 4, 64, torch.tensor([2]), SamplingConfig(), propose=True),
+        propose(),
+        sparse_propose(),
+        Propose(8, 0, torch.tensor([5, 6]), torch.tensor([0, 1])),
+        Propose(8, 3, torch.empty(0, dtype=torch.int64), torch.empty(0, dtype=torch.int64)),
         Cancel(7),
         Bye(),
         welcome(),
+        welcome(capabilities=Capabilities(2048, 64, 2**20, "float16", False, "cpu", propose=True)),
         Prefilled(2, 3, {"memory": torch.randn(3, 6)}, Timings(0.0, 1.0)),
         verified(),
         Verified(6, torch.empty(0, dtype=torch.int64), 9, 43),
@@ -86,6 +109,16 @@ def one_of_each() -> list[Message]:
         Generated(7, torch.tensor([9]), 12, done=False, timings=Timings(0.25, 4.0)),
         Generated(7, torch.empty(0, dtype=torch.int64), 12, done=True),
         Generated(7, torch.empty(0, dtype=torch.int64), 12, done=True, cancelled=True),
+        Generated(
+            8,
+            torch.tensor([5, 6, 9]),
+            15,
+            False,
+            Timings(0.1, 9.5),
+            drafted=2,
+            activations={"memory": torch.randn(3, 6)},
+        ),
+        Generated(8, torch.tensor([9]), 16, True, drafted=0, activations={"kv": torch.randn(1, 2, 8).half()}),
         Error(None, ErrorCode.TARGET_MISMATCH, "the server runs gemma-3-270m; pick a SmolLM2 draft", fatal=True),
         Error(3, ErrorCode.TREE_TOO_LARGE, "draft at most 64 nodes", fatal=False),
     ]

@@ -21,6 +21,7 @@ from drafts.protocol.messages import (
     Needs,
     Prefill,
     Prefilled,
+    Propose,
     Rewind,
     Rewound,
     Timings,
@@ -31,7 +32,7 @@ from drafts.protocol.messages import (
 from drafts.sampling import SamplingConfig
 from drafts.target.activations import ActivationRequest
 from drafts.tree import DraftTree
-from tests.drafts.protocol.examples import hello, verified, verify, welcome
+from tests.drafts.protocol.examples import hello, propose, verified, verify, welcome
 
 ALL: list[type[Message]] = [
     Hello,
@@ -47,6 +48,7 @@ ALL: list[type[Message]] = [
     Error,
     Bye,
     Cancel,
+    Propose,
 ]
 
 
@@ -73,6 +75,16 @@ def test_a_verify_carries_a_draft_tree_there_and_back() -> None:
 
     message = Verify.of(9, 4, tree, SamplingConfig())
 
+    assert message.tree.tokens == tree.tokens and message.tree.parents == tree.parents
+    assert message.tree.q is tree.q
+
+
+def test_a_propose_carries_a_draft_tree_there_and_back() -> None:
+    tree = DraftTree((10, 20, 30), (0, 0, 1), torch.full((3, 5), 0.2))
+
+    message = Propose.of(9, 4, tree)
+
+    assert (message.request_id, message.base) == (9, 4)
     assert message.tree.tokens == tree.tokens and message.tree.parents == tree.parents
     assert message.tree.q is tree.q
 
@@ -118,6 +130,22 @@ def test_needs_carry_an_activation_request_there_and_back() -> None:
         (lambda: Generate(1, 2, 0, torch.tensor([0]), SamplingConfig()), "max_new_tokens must be an int in \\[1"),
         (lambda: Generate(1, 2, 8, torch.tensor([-2]), SamplingConfig()), "negative token ids"),
         (lambda: Generated(1, torch.tensor([1.5]), 3, done=True), "generated.tokens must be int64"),
+        (lambda: Generated(1, torch.tensor([1]), 3, done=True, drafted=2), "generated.drafted is 2, more than"),
+        (lambda: Generated(1, torch.tensor([1]), 3, done=True, drafted=-1), "generated.drafted must be an int"),
+        (
+            lambda: Generated(1, torch.tensor([1, 2]), 3, done=False, drafted=1, activations={"m": torch.zeros(3, 2)}),
+            "generated.activations\\['m'\\] has 3 rows, expected 2",
+        ),
+        (lambda: dataclasses.replace(propose(), base=-1), "propose.base must be an int"),
+        (lambda: dataclasses.replace(propose(), parents=torch.tensor([0, 2, 1])), "propose.parents\\[i\\] must be"),
+        (lambda: dataclasses.replace(propose(), parents=torch.tensor([0, 0])), r"propose.parents must have shape"),
+        (lambda: dataclasses.replace(propose(), tokens=torch.tensor([1, -2, 3])), "propose.tokens holds negative"),
+        (lambda: dataclasses.replace(propose(), q=torch.ones(2, 16)), r"propose.q must have shape \(3, \*\)"),
+        (lambda: dataclasses.replace(propose(), q=torch.full((3, 16), float("nan"))), "propose.q must hold finite"),
+        (
+            lambda: dataclasses.replace(propose(), q_indices=torch.zeros(3, 2, dtype=torch.int32)),
+            "propose.q_indices and propose.q_weights go together",
+        ),
     ],
 )
 def test_a_message_refuses_to_be_built_broken(build: object, match: str) -> None:
