@@ -49,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--method",
         default="moa,eagle,independent,api",
-        help="comma-separated: moa, eagle, independent, api; a draft kind + ':noq' sends no q at T>0",
+        help="comma-separated: moa, eagle, independent, api; a draft kind + '-stream' (moa-stream) streams "
+        "speculatively (the server decodes, the draft's proposals ride along), + ':noq' sends no q at T>0",
     )
     p.add_argument("--dataset", default="humaneval", help="humaneval | sharegpt-heldout | FILE.jsonl")
     p.add_argument("--limit", type=int, default=5)

@@ -19,7 +19,10 @@ two agree: a sanity check of the repair, not a second measurement.
 
 "api" is API streaming: a draftless client (:class:`~app.engine.draftless.Draftless`) whose
 server decodes alone and streams each token over the same shaped link (the protocol's Generate).
-It writes nothing offline, so it has no row in the disconnection study.
+It writes nothing offline, so it has no row in the disconnection study. A draft kind ending in
+"-stream" ("moa-stream") is speculative streaming (:mod:`app.engine.stream_generation`): the server
+streams as for "api" and verifies the draft's newest proposal at each step; its "tau" is tokens
+per server step, and "fwd/100" its server steps per 100 tokens.
 """
 
 from __future__ import annotations
@@ -53,11 +56,16 @@ DRAFT_METHODS = KIND_NAMES  # every declared kind (drafts.neural.kinds)
 API = "api"  # API streaming: the server decodes alone (no draft here)
 GGUF = "gguf"  # the disconnection study's extra row: the MoA engine continuing offline with a GGUF model
 NO_Q = ":noq"  # a draft method with this suffix sends no q at T > 0 (EngineConfig.q_top_k = 0)
+STREAM = "-stream"  # a draft kind with this suffix streams speculatively (EngineConfig.stream)
 
 
 def draft_kind(method: str) -> str:
-    """The draft kind of a method name ("moa:noq" -> "moa")."""
-    return method.removesuffix(NO_Q)
+    """The draft kind of a method name ("moa:noq" -> "moa", "moa-stream" -> "moa")."""
+    return method.removesuffix(NO_Q).removesuffix(STREAM)
+
+
+def is_stream(method: str) -> bool:
+    return method.removesuffix(NO_Q).endswith(STREAM)
 
 
 @dataclass(frozen=True)
@@ -81,7 +89,8 @@ class RemoteBenchConfig:
             preset(link)  # raises with the list of presets
         for m in self.methods:
             if draft_kind(m) not in DRAFT_METHODS and m != API:
-                known = ", ".join((*DRAFT_METHODS, API)) + f" (a draft kind may end in {NO_Q!r}: no q at T > 0)"
+                known = ", ".join((*DRAFT_METHODS, API)) + f" (a draft kind may end in {STREAM!r}: speculative "
+                known += f"streaming, and in {NO_Q!r}: no q at T > 0)"
                 raise ConfigError(f"unknown remote method {m!r}; choose from {known}")
         if self.max_new_tokens < 1 or self.cut_after < 1 or self.cut_tokens < 0 or self.cut_ms <= 0:
             raise ConfigError("need max_new_tokens >= 1, cut_after >= 1, cut_tokens >= 0 and cut_ms > 0")
@@ -199,7 +208,9 @@ def _run_links(
     if API in methods:
         clients[API] = Draftless.of(runner)
     engines = {
-        m: EngineThread(_engine_config(shaper.port, None, config.chain, _q_top_k(m, config)), clients[m]).start()
+        m: EngineThread(
+            _engine_config(shaper.port, None, config.chain, _q_top_k(m, config), is_stream(m)), clients[m]
+        ).start()
         for m in methods
     }
     chat_references = References(runner, config.decode) if config.sampling.greedy else None
@@ -274,6 +285,7 @@ def _run_disconnect(
     tick: Callable[[str], None],
 ) -> dict[str, Any]:
     rows: list[tuple[str, ClientDraft, Path | None]] = [(m, drafts[m], None) for m in config.draft_methods]
+    stream = {name: is_stream(name) for name, _, _ in rows}
     if config.offline_model is not None and "moa" in drafts:
         rows.append((GGUF, drafts["moa"], config.offline_model))
     shaper.set_profile(preset(config.cut_link))
@@ -281,7 +293,8 @@ def _run_disconnect(
     for name, draft, offline_model in rows:
         totals: dict[str, Any] = {"offline_tokens": 0, "kept_after_repair": 0, "match_prefix_len": 0}
         totals["identical_to_ar"] = True
-        with EngineThread(_engine_config(shaper.port, offline_model, config.chain), draft) as engine:
+        engine_config = _engine_config(shaper.port, offline_model, config.chain, stream=stream.get(name, False))
+        with EngineThread(engine_config, draft) as engine:
             for prompt, reference in zip(prompts, references, strict=True):
                 engine.forget()
                 finished, offline = _generate_with_cut(engine, shaper, prompt, config)
@@ -349,12 +362,14 @@ class _Cut:
 
 
 def _engine_config(
-    port: int, offline_model: Path | None = None, chain: int | None = None, q_top_k: int = 32
+    port: int, offline_model: Path | None = None, chain: int | None = None, q_top_k: int = 32, stream: bool = False
 ) -> EngineConfig:
     link = LinkConfig(f"ws://127.0.0.1:{port}")
     if chain is None:
-        return EngineConfig(link, offline_model=offline_model, q_top_k=q_top_k)
-    return EngineConfig(link, gamma_min=chain, gamma_max=chain, offline_model=offline_model, q_top_k=q_top_k)
+        return EngineConfig(link, offline_model=offline_model, q_top_k=q_top_k, stream=stream)
+    return EngineConfig(
+        link, gamma_min=chain, gamma_max=chain, offline_model=offline_model, q_top_k=q_top_k, stream=stream
+    )
 
 
 def _q_top_k(method: str, config: RemoteBenchConfig) -> int:

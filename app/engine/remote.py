@@ -14,7 +14,8 @@ the connection (and the server's session) lasts from ``open`` to ``close``, and 
 keeps what the last one left in the verifier and the draft (the longest common prefix of the
 prompts: a chat's next turn sends only its new tokens). Given a
 :class:`~app.engine.draftless.Draftless` client instead of a draft, the server decodes alone and
-streams (:mod:`app.engine.api_generation`). A chat UI drives
+streams (:mod:`app.engine.api_generation`); with ``EngineConfig.stream`` the server streams and the
+draft's proposals ride along (:mod:`app.engine.stream_generation`). A chat UI drives
 :class:`app.engine.remote_chat.RemoteChatEngine`, built on this.
 """
 
@@ -38,6 +39,7 @@ from app.engine.events import EngineEvent, Finished
 from app.engine.generation import Generation
 from app.engine.offline import GGUFContinuation
 from app.engine.session import VerifierSession
+from app.engine.stream_generation import StreamGeneration
 from drafts.decoding.config import DecodeConfig
 from drafts.decoding.stopping import StopReason
 
@@ -58,7 +60,7 @@ class RemoteEngine:
         self._put: Callable[[Any], None] = _ignore  # the running stream's queue, while one runs
         self._listeners: list[Callable[[EngineEvent], None]] = []
         self._busy = asyncio.Lock()
-        self._running: Generation | ApiGeneration | None = None
+        self._running: Generation | ApiGeneration | StreamGeneration | None = None
         self._producer: asyncio.Task[None] | None = None
         self._cancelling = False
         self._forget = False  # the next generation starts cold (a benchmark's independent prompts)
@@ -189,7 +191,9 @@ class RemoteEngine:
                 self._put, self._running, self._producer = _ignore, None, None
                 put(_DONE)
 
-    async def _generation(self, prompt: list[int], decode: DecodeConfig) -> Generation | ApiGeneration:
+    async def _generation(
+        self, prompt: list[int], decode: DecodeConfig
+    ) -> Generation | ApiGeneration | StreamGeneration:
         session, forget = self.session, self._forget
         self._forget = False
         if forget:
@@ -199,11 +203,12 @@ class RemoteEngine:
         drafter = self.draft.drafter  # its caches hold what the last generation left: the next turn cuts them back
         if forget:
             await self.work(drafter.begin, [])
-        return Generation(
+        generation = Generation(
             prompt, decode, self.config, self.draft, session, self._gguf, self.work, self._text, self.publish
         )
+        return StreamGeneration(generation) if self.config.stream else generation
 
-    async def _tick(self, generation: Generation | ApiGeneration) -> None:
+    async def _tick(self, generation: Generation | ApiGeneration | StreamGeneration) -> None:
         """StatsUpdated every ``stats_interval_s`` while the generation runs."""
         while True:
             await asyncio.sleep(self.config.stats_interval_s)

@@ -1,0 +1,137 @@
+"""The draft's half of a speculative stream: take in each part's vectors, propose below its newest token.
+
+    took(part)   a Generated part was shown (on the loop): its committed tokens and vectors wait
+                 for the draft, and the newest token (index ``part.committed``) becomes the root
+                 of the next proposal
+    _run         one draft at a time, on the draft's worker thread: take in the waiting vectors,
+                 draft a tree (or chain) below the newest root, send it as Propose(base=root's
+                 index). When it ends, if newer parts came meanwhile, draft again from the newest:
+                 a proposal is never drafted from a root the server is known to be past
+    settle       the stream ended (or the link died): the last draft is done and the draft holds
+                 every vector the server sent, as the round-based generation expects
+
+The server walks a proposal along the tokens it produced after ``base`` and verifies what still
+applies (the agreed rule: :mod:`drafts.proposal_match`), so a proposal that arrives a step or two
+late still counts as long as it guessed those steps; a deeper tree survives more of the round trip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from typing import TYPE_CHECKING, NamedTuple
+
+from drafts.protocol import Generated, Propose
+from drafts.tree import DraftTree
+
+if TYPE_CHECKING:
+    from app.engine.generation import Generation
+
+
+class Taken(NamedTuple):
+    """A part the draft has not taken in yet: the tokens it committed, from session index ``start``."""
+
+    start: int  # index of committed[0] (the step's root)
+    committed: list[int]  # the step's root, then every token of the part but the newest
+    part: Generated  # its activations: one row per committed token
+
+
+class Proposer:
+    """See the module docstring. Lives on the event loop; drafting runs on the draft's worker."""
+
+    def __init__(self, g: Generation, base: int, root: int) -> None:
+        self.g = g
+        self.base, self.root = base, root  # the newest token the stream knows of, and its session index
+        self.waiting: list[Taken] = []  # parts whose vectors the draft has not taken in
+        self.request_id: int | None = None  # the proposing Generate's
+        self.live = True
+        self.stale = True  # the newest root has no proposal yet
+        self.lost_step = False  # a part did not follow the one before: no more proposals (the draft catches up later)
+        self.task: asyncio.Task[None] | None = None
+        self.proposals = 0  # Propose messages sent
+        self.nodes = 0  # drafted nodes in them
+
+    def started(self, request_id: int) -> None:
+        """The Generate got its id (it is being sent): draft below the stream's first root."""
+        self.request_id = request_id
+        self.kick()
+
+    def took(self, part: Generated) -> None:
+        """A part arrived: the draft will take in its vectors and draft below its newest token."""
+        tokens = part.tokens.tolist()
+        if not tokens or self.lost_step:
+            return
+        if part.committed != self.base + len(tokens):  # not one step after the last: nothing more to follow
+            self.lost_step = True
+            return
+        self.waiting.append(Taken(self.base, [self.root, *tokens[:-1]], part))
+        self.base, self.root = part.committed, tokens[-1]
+        self.kick()
+
+    def kick(self) -> None:
+        self.stale = True
+        if self.live and self.request_id is not None and (self.task is None or self.task.done()):
+            self.task = asyncio.create_task(self._run())
+
+    def stop(self) -> None:
+        """No more drafting (a cancel): a draft on the worker ends there, unread."""
+        self.live = False
+        if self.task is not None:
+            self.task.cancel()
+
+    async def settle(self) -> None:
+        """The last draft is done, and the draft has taken in every part's vectors."""
+        self.live = False
+        if self.task is not None:
+            (outcome,) = await asyncio.gather(self.task, return_exceptions=True)
+            if isinstance(outcome, Exception):
+                raise outcome  # a draft that failed is a bug to see, not a stream without proposals
+        waiting, self.waiting = self.waiting, []
+        if waiting:
+            await self.g.work(self._take_in, waiting)
+
+    async def _run(self) -> None:
+        while self.stale and self.live:
+            self.stale = False
+            waiting, self.waiting = self.waiting, []
+            base, root = self.base, self.root
+            started = time.perf_counter()
+            tree = await self.g.work(self._draft, waiting, base, root)
+            self.g.progress.drafted(time.perf_counter() - started)
+            if tree is not None and self.live and not self.lost_step:
+                await self._propose(base, tree)
+
+    # -- on the draft's worker -------------------------------------------------------------------
+    def _draft(self, waiting: list[Taken], base: int, root: int) -> DraftTree | None:
+        """Take in ``waiting``, then draft below ``root`` (index ``base``); None when the draft cannot."""
+        self._take_in(waiting)
+        if self.g.drafter.observed != base or base == 0:
+            return None
+        caps = self.g.session.capabilities
+        room = min(caps.max_context - base - 1, caps.max_tree_nodes)  # nodes that fit below the root
+        if room < 1:
+            return None
+        shape = self.g.shape
+        if shape.is_tree:
+            return self.g.drafter.tree(root, dataclasses.replace(shape, tree_total=min(shape.tree_total, room)))
+        chain = self.g.start_chain(root)
+        chain.grow(min(shape.gamma or self.g.pacer.gamma_max, room))
+        return DraftTree.chain(chain.tokens, None, chain.sparse_q(len(chain.tokens)))
+
+    def _take_in(self, waiting: list[Taken]) -> None:
+        drafter = self.g.drafter
+        for start, committed, part in waiting:
+            if drafter.observed != start:
+                return  # the draft does not hold what comes before: the next start catches it up
+            drafter.observe(committed, self.g.acts(part))
+
+    # -- on the loop -----------------------------------------------------------------------------
+    async def _propose(self, base: int, tree: DraftTree) -> None:
+        link = self.g.session.link
+        if link is None or self.request_id is None or not tree.size:
+            return
+        await link.tell(Propose.of(self.request_id, base, tree))
+        self.proposals += 1
+        self.nodes += tree.size
+        self.g.transcript.counts.drafted += max(tree.depths)  # drafted depth sent (the figures' acceptance)
