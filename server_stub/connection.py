@@ -5,7 +5,9 @@
     serve      the reader turns frames into protocol events on a queue; the processor answers
                them in order, one at a time, through the inference worker (never on this loop);
                a Cancel is acted on by the reader at once (the request's CancelToken), ahead of
-               the queue, so the cancelled request stops within one step
+               the queue, so the cancelled request stops within one step; a Propose likewise
+               goes straight into its Generate's ProposalBox (:mod:`server_stub.proposals`),
+               and a malformed one naming a proposing Generate fails that Generate
     finish     Bye closes the session; a drop, an idle timeout or a fatal error detach it, and
                it waits ``resume_grace`` seconds for a Hello with ``resume_session``. Bye and a
                drop cancel every pending request first: nobody is listening for their replies
@@ -34,6 +36,7 @@ from drafts.protocol import (
     Generate,
     Generated,
     Prefill,
+    Propose,
     Rewind,
     ServerProtocol,
     SessionState,
@@ -44,6 +47,7 @@ from server_stub.cancels import CancelToken
 from server_stub.errors import error_code
 from server_stub.handshake import Handshake
 from server_stub.logs import log_event
+from server_stub.proposals import ProposalBox
 from server_stub.services import Services
 from server_stub.sessions import SessionRecord
 
@@ -70,6 +74,7 @@ class Connection:
         self._closing: asyncio.Task[None] | None = None
         self._pending: dict[int, CancelToken] = {}  # request_id -> token, from read until answered
         self._queued: dict[int, int] = {}  # request_id -> bytes of its frame, from read until answered
+        self._boxes: dict[int, ProposalBox] = {}  # request_id -> proposals of a proposing Generate, until answered
 
     async def run(self) -> None:
         refusal = self.services.slots.admit(self.client)
@@ -126,10 +131,15 @@ class Connection:
                 if isinstance(event, Cancel):
                     self._cancel(event.request_id, "Cancel")
                     continue
+                if isinstance(event, Propose) or (isinstance(event, FrameRejected) and self._fails_a_stream(event)):
+                    self._propose(event)
+                    continue
                 if isinstance(event, Prefill | Verify | Rewind | Generate):
                     if not await self._admit(event, len(frame)):
                         continue
                     self._pending.setdefault(event.request_id, CancelToken())
+                    if isinstance(event, Generate) and event.propose:
+                        self._boxes.setdefault(event.request_id, ProposalBox())
                 elif isinstance(event, Bye):
                     self._cancel_all("Bye")
                 await self._queue.put(event)
@@ -149,6 +159,24 @@ class Connection:
         if token is not None:  # else answered already, or never asked: the race is normal
             token.cancel(reason)
             log_event(log, "request.cancel", logging.DEBUG, session=self._session_id(), request=request_id)
+
+    def _fails_a_stream(self, rejected: FrameRejected) -> bool:
+        """Whether a refused frame names a proposing Generate not answered yet (a malformed Propose, say)."""
+        return rejected.error.request_id in self._boxes
+
+    def _propose(self, event: Propose | FrameRejected) -> None:
+        """A proposal into its Generate's box; a refusal fails that Generate (its Error is the reply)."""
+        request_id = event.request_id if isinstance(event, Propose) else event.error.request_id
+        box = None if request_id is None else self._boxes.get(request_id)
+        if box is None:  # not a proposing Generate in flight: answered already (the race is normal), or never
+            log_event(log, "propose.ignored", logging.DEBUG, session=self._session_id(), request=request_id)
+        elif isinstance(event, Propose):
+            box.put(event)
+        else:
+            self.services.rejections.log(
+                log, "propose.rejected", session=self._session_id(), reason=event.error.message
+            )
+            box.fail(event.error)
 
     def _cancel_all(self, reason: str) -> None:
         for token in self._pending.values():
@@ -207,8 +235,9 @@ class Connection:
                 self.record,
                 self.services.worker,
                 self._send_part,
-                self.services.capabilities.max_context,
+                self.services.capabilities,
                 token,
+                self._boxes.get(request.request_id),
             )
         except Exception as exc:  # the boundary: any failure of one request is that request's Error reply
             code = error_code(exc)
@@ -220,6 +249,7 @@ class Connection:
             reply = Error(request.request_id, code, message, fatal=False)
         finally:
             self._pending.pop(request.request_id, None)
+            self._boxes.pop(request.request_id, None)
             self.services.queued.give(self._queued.pop(request.request_id, 0))
         ms = round((time.perf_counter() - started) * 1e3, 2)
         log_event(

@@ -7,6 +7,7 @@ verify rounds whose root is the newest token; the server's Verified says what wa
 from __future__ import annotations
 
 import ssl
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from drafts.drafters.lookup import PromptLookupDrafter
 from drafts.protocol import (
     PROTOCOL_VERSION,
     Answered,
+    Cancel,
     ClientProtocol,
     Error,
     FrameRejected,
@@ -29,6 +31,7 @@ from drafts.protocol import (
     Needs,
     Prefill,
     Prefilled,
+    Propose,
     Rewind,
     Rewound,
     Streamed,
@@ -79,11 +82,26 @@ class RemoteClient:
 
     async def ask(self, request: Prefill | Verify | Rewind | Generate, parts: list[Generated] | None = None) -> Reply:
         """Send ``request`` and wait for its reply (or a session-level Error); a Generate's parts go to ``parts``."""
-        await self.ws.send(self.protocol.send(request))
+        await self.send(request)
+        return await self.answer(request, parts)
+
+    async def send(self, message: Prefill | Verify | Rewind | Generate | Propose | Cancel) -> None:
+        """Send a message without waiting (a request's reply is read by ``answer``)."""
+        await self.ws.send(self.protocol.send(message))
+
+    async def answer(
+        self,
+        request: Prefill | Verify | Rewind | Generate,
+        parts: list[Generated] | None = None,
+        on_part: Callable[[Generated], Awaitable[None]] | None = None,
+    ) -> Reply:
+        """Wait for the reply to ``request`` (sent already); its streamed parts go to ``parts`` and ``on_part``."""
         while True:
             for event in await self._events():
                 if isinstance(event, Streamed) and parts is not None:
                     parts.append(event.part)
+                if isinstance(event, Streamed) and on_part is not None:
+                    await on_part(event.part)
                 if isinstance(event, Answered) and event.request.request_id == request.request_id:
                     return event.reply
                 if isinstance(event, Error):
