@@ -64,10 +64,13 @@ proposing Generate is ignored (the race with its end is normal). A malformed one
 decode or check) is refused like any frame, with an Error naming its ``request_id``: when that is
 a running proposing Generate the Error is that Generate's reply (the stream stops there, exactly
 one reply as always). Before each step, with the session at committed length c (the root at
-index c), the server takes the pending proposal and, if ``base <= c`` and the tree holds the
-tokens of indices base+1..c as a path, verifies the subtree below that path's end with the root
-in the same forward pass (q rows kept: exact at T > 0), cut to ``max_tree_nodes`` by index order
-(parents first); otherwise the step is the root alone. The rule: :mod:`drafts.proposal_match`.
+index c), the server looks at the newest proposal and, if ``start <= base <= c`` (``start``: the
+Generate's root index) and the tree holds the tokens of indices base+1..c as a path, verifies the
+subtree below that path's end with the root in the same forward pass (q rows kept: exact at
+T > 0), cut to ``max_tree_nodes`` by index order (parents first) and to the tokens still wanted;
+otherwise the step is the root alone. A proposal stays until a newer one replaces it, so a deep
+one serves step after step (each step keeps only nodes no earlier step looked at). The rule:
+:mod:`drafts.proposal_match`.
 Each step is one ``Generated`` part: its first ``drafted`` tokens are accepted draft tokens, the
 rest the target's; ``activations`` hold the rows of the tokens the step committed (as Verified).
 ``Welcome.capabilities.propose`` says the server takes proposals. At T = 0 the tokens are those

@@ -1,11 +1,25 @@
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 import torch
 
+from drafts.acceptance import accept_tree
 from drafts.proposal_match import applicable_subtree
+from drafts.sampling import logits_to_probs
 from drafts.sparse_proposal import SparseProposal
 from drafts.tree import DraftTree
+from tests.drafts.test_acceptance import (
+    CHI2_CRITICAL_0_001,
+    PLAIN,
+    TRIALS,
+    assert_distributed_as,
+    chi_square,
+    iid_tree,
+    target_logits,
+    tree_target_logits,
+)
 
 # the docstring's tree: root ─ a ─ b ─ x ─ y, b ─ z, root ─ d ─ e, as tokens a=1 b=2 x=3 y=4 z=5 d=6 e=7;
 # tree indices a..y 1..4, d 5, z 6, e 7 (parents first)
@@ -99,3 +113,53 @@ def test_the_depth_cap_keeps_the_upper_levels() -> None:
     kept = applicable_subtree(TREE, base=START, tokens=[42], start=START, limit=64, max_depth=2)
 
     assert kept is not None and (kept.tokens, kept.parents) == ((1, 2, 6, 7), (0, 1, 0, 3))
+
+
+# -- exact at T > 0: a proposal drafted once, kept step after step -------------------------------
+
+
+def _streamed_two_tokens(limit: int, generator: torch.Generator) -> tuple[int, int]:
+    """Speculative streaming of the toy target (tests.drafts.test_acceptance) until two tokens are out:
+    one i.i.d. tree drafted at the root (base 0), each step verifying the part of it that still
+    applies, at most ``limit`` nodes (so later steps use nodes below tokens the target chose)."""
+    proposal = iid_tree((), PLAIN, generator)
+    out: list[int] = []
+    while len(out) < 2:
+        tree = applicable_subtree(proposal, 0, [99, *out], 0, limit) or DraftTree.chain([])  # 99: the root
+        logits = tree_target_logits(tuple(out), tree.tokens, tree.parents)
+        acceptance = accept_tree(tree, logits, PLAIN, generator)
+        out += [tree.tokens[i - 1] for i in acceptance.path] + [acceptance.next_token]
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("limit", [1, 3])
+def test_a_proposal_kept_across_steps_gives_tokens_distributed_as_the_target(limit: int) -> None:
+    generator = torch.Generator().manual_seed(limit)
+    pairs = [_streamed_two_tokens(limit, generator) for _ in range(TRIALS)]
+
+    p_root = logits_to_probs(target_logits(()), PLAIN)
+    assert_distributed_as(Counter(first for first, _ in pairs), p_root)
+    given = int(p_root.argmax())
+    p_next = logits_to_probs(target_logits((given,)), PLAIN)
+    assert_distributed_as(Counter(second for first, second in pairs if first == given), p_next)
+
+
+def test_the_check_sees_q_rows_that_do_not_follow_their_nodes() -> None:
+    # the same run with the kept rows shuffled must fail: the check is sharp enough to see the re-indexing
+    generator = torch.Generator().manual_seed(5)
+
+    def shuffled(limit: int, generator: torch.Generator) -> tuple[int, int]:
+        proposal = iid_tree((), PLAIN, generator)
+        assert proposal.q is not None
+        wrong = DraftTree(proposal.tokens, proposal.parents, proposal.q.roll(1, dims=-1))  # q of other tokens
+        out: list[int] = []
+        while len(out) < 2:
+            tree = applicable_subtree(wrong, 0, [99, *out], 0, limit) or DraftTree.chain([])
+            acceptance = accept_tree(tree, tree_target_logits(tuple(out), tree.tokens, tree.parents), PLAIN, generator)
+            out += [tree.tokens[i - 1] for i in acceptance.path] + [acceptance.next_token]
+        return out[0], out[1]
+
+    pairs = [shuffled(3, generator) for _ in range(TRIALS)]
+
+    stat, dof = chi_square(Counter(first for first, _ in pairs), logits_to_probs(target_logits(()), PLAIN))
+    assert stat > CHI2_CRITICAL_0_001[dof]
