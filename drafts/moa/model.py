@@ -98,8 +98,8 @@ class MoADraft(NeuralDraft):
         x = kv.reshape(B * T, L, W)  # each token a batch element, the layers its sequence
         layers = torch.arange(L, device=kv.device)[None]  # (1, L): layer index as position
         rope = rope_tables(layers, W // self.cfg.lsa_heads, DRAFT_ROPE_THETA)
-        x = self.layer_self_attention(x, rope, mask=None)  # (B*T, L, W), bidirectional
-        return self.Ekv2E(x.mean(dim=1)).view(B, T, -1)  # (B, T, H)
+        x = self.layer_self_attention.forward_mean(x, rope, mask=None)  # (B*T, W): bidirectional, mean over L
+        return self.Ekv2E(x).view(B, T, -1)  # (B, T, H)
 
     def _with_final(self, memory: torch.Tensor, final: torch.Tensor | None) -> torch.Tensor:
         """``memory`` (B, T, H) plus the projected final hidden state (B, T, H) when configured."""

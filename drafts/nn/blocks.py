@@ -95,7 +95,11 @@ class MLP(nn.Module):
         self.down_proj = nn.Linear(cfg.intermediate, cfg.hidden, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(self.gated(x))
+
+    def gated(self, x: torch.Tensor) -> torch.Tensor:
+        """(..., C) -> (..., intermediate): everything before the (linear) down projection."""
+        return F.silu(self.gate_proj(x)) * self.up_proj(x)
 
 
 class DecoderBlock(nn.Module):
@@ -122,6 +126,18 @@ class DecoderBlock(nn.Module):
             k, v = cache.append(k, v)
         x = x + self.self_attn.attend(h, rope, k, v, mask)
         return x + self.mlp(self.post_attention_layernorm(x))
+
+    def forward_mean(
+        self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], mask: torch.Tensor | None
+    ) -> torch.Tensor:
+        """``forward(x, rope, mask).mean(dim=1)`` for ``x`` (B, T, C) -> (B, C), with the mean taken
+        before the MLP's down projection (linear, so the same function; equal up to float rounding):
+        one (B, C) projection instead of T (MoA's LSA: 30 layer tokens per token, ~15 % less work)."""
+        h = self.input_layernorm(x)
+        k, v = self.self_attn.project_kv(h, rope)
+        x = x + self.self_attn.attend(h, rope, k, v, mask)  # (B, T, C)
+        gated = self.mlp.gated(self.post_attention_layernorm(x))  # (B, T, I)
+        return x.mean(dim=1) + self.mlp.down_proj(gated.mean(dim=1))  # (B, C)
 
 
 class CrossBlock(nn.Module):

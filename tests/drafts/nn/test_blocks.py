@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from drafts.nn.blocks import GQA_IN_SDPA, Attention, BlockConfig
+from drafts.nn.blocks import GQA_IN_SDPA, Attention, BlockConfig, DecoderBlock
 from drafts.nn.rope import apply_rope, inverse_frequencies, rope_tables
 
 
@@ -39,3 +39,25 @@ def test_rope_tables_use_the_usual_inverse_frequencies() -> None:
     assert torch.equal(cached, expected) and not cached.is_inference()
     cos, _ = rope_tables(torch.tensor([3]), 16, 10_000.0)
     assert torch.equal(cos, torch.cat([3 * expected, 3 * expected])[None].cos())
+
+
+def test_forward_mean_is_the_mean_of_forward_with_the_same_gradients() -> None:
+    """MoA's LSA averages a block's outputs over 30 layer tokens; averaging before the (linear) down
+    projection is the same function, so outputs and every weight's gradient agree up to rounding."""
+    torch.manual_seed(0)
+    block = DecoderBlock(BlockConfig(hidden=48, heads=6, kv_heads=2, intermediate=40))
+    x = torch.randn(5, 7, 48)
+    rope = rope_tables(torch.arange(7)[None], 8, 10_000.0)
+    weight = torch.randn(5, 48)
+
+    def grads(out: torch.Tensor) -> list[torch.Tensor]:
+        block.zero_grad()
+        (out * weight).sum().backward()
+        return [p.grad.clone() for p in block.parameters() if p.grad is not None]
+
+    reference, fused = block(x, rope, None).mean(dim=1), block.forward_mean(x, rope, None)
+
+    assert fused.shape == (5, 48)
+    torch.testing.assert_close(fused, reference, rtol=1e-5, atol=1e-6)
+    for a, b in zip(grads(block.forward_mean(x, rope, None)), grads(block(x, rope, None).mean(dim=1)), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)

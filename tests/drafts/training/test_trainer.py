@@ -10,6 +10,7 @@ import torch
 from drafts.errors import CheckpointError
 from drafts.neural.base import NeuralDraft
 from drafts.neural.factory import KINDS
+from drafts.nn.blocks import DecoderBlock
 from drafts.target.runner import TargetRunner
 from drafts.training.losses import distillation_loss
 from drafts.training.tokenize import tokenize_conversation
@@ -106,3 +107,26 @@ def test_resuming_without_a_saved_run_is_refused_with_a_fix(runner: TargetRunner
 
     with pytest.raises(CheckpointError, match="without --resume"):
         trainer.resume()
+
+
+def test_a_moa_run_loses_the_same_with_the_mean_taken_before_the_lsa_down_projection(
+    runner: TargetRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trainer's cheaper LSA (``DecoderBlock.forward_mean``) against the block's plain output
+    averaged over the layers, as before: the same losses at every step of a seeded run."""
+    cfg = small_run(tokens=700, checkpoint_every=1000)
+
+    def losses(out: Path) -> list[float]:
+        seen: list[float] = []
+        Trainer(random_draft("moa", runner, seed=1), runner, conversations(), cfg, out).run(
+            {}, lambda state, n: seen.append(state.last["loss"])
+        )
+        return seen
+
+    fused = losses(tmp_path / "fused")
+    with monkeypatch.context() as m:
+        m.setattr(DecoderBlock, "forward_mean", lambda self, x, rope, mask: self(x, rope, mask).mean(dim=1))
+        plain = losses(tmp_path / "plain")
+
+    assert len(fused) == len(plain) > 4
+    assert fused == pytest.approx(plain, rel=1e-5)
