@@ -12,6 +12,7 @@ import torch
 
 from drafts.errors import ErrorCode
 from drafts.protocol import (
+    Cancel,
     Error,
     Generate,
     Generated,
@@ -30,6 +31,7 @@ from drafts.tree import DraftTree
 from server_stub.server import VerifierServer
 from tests.server_stub.remote_client import GREEDY, RemoteClient
 from tests.server_stub.serving import PROMPT, RUNNER, opened, reference, run, serving
+from tests.server_stub.test_server_cancel import SlowBackend
 
 ROOT_INDEX = len(PROMPT) - 1  # the session index of the Generate's root (PROMPT[:-1] is prefilled)
 HIDDEN = Needs(hidden_layers=(1,))
@@ -273,3 +275,34 @@ def test_decoded_parts_read_back_with_their_activations() -> None:
     back = decode(encode(part), Limits())
 
     assert isinstance(back, Generated) and back.drafted == 1 and back.activations["hidden:1"].shape == (2, 4)
+
+
+def test_a_cancelled_proposing_generate_ends_within_a_step_and_the_session_continues() -> None:
+    target = reference(PROMPT, 40)
+
+    async def scenario() -> tuple[list[Generated], object, object]:
+        async with serving(SlowBackend(), max_tree=2) as server:  # 3 tokens a step, each step slowed
+            client, _ = await opened(server)
+            parts: list[Generated] = []
+
+            async def cancel_after_two(part: Generated) -> None:
+                if len(parts) == 2:
+                    await client.send(Cancel(part.request_id))
+
+            prefill = Prefill(client.protocol.new_request_id(), torch.tensor(PROMPT[:-1]))
+            stops = torch.empty(0, dtype=torch.int64)
+            request = Generate(client.protocol.new_request_id(), PROMPT[-1], 40, stops, GREEDY, propose=True)
+            for message in (prefill, request, Propose.of(request.request_id, ROOT_INDEX, DraftTree.chain(target))):
+                await client.send(message)
+            assert isinstance(await client.answer(prefill), Prefilled)
+            reply = await client.answer(request, parts, cancel_after_two)
+            root = int(parts[-1].tokens[-1])
+            return parts, reply, await client.verify(root, DraftTree.chain([]))
+
+    parts, reply, more = run(scenario())
+
+    tokens = [t for p in parts for t in p.tokens.tolist()]
+    assert isinstance(reply, Generated) and reply.cancelled and reply.tokens.numel() == 0
+    assert tokens == target[: len(tokens)] and len(tokens) < 40
+    assert reply.committed == ROOT_INDEX + len(tokens)  # everything streamed but the newest token, the next root
+    assert isinstance(more, Verified) and more.next_token == target[len(tokens)]
