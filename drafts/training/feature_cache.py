@@ -8,6 +8,13 @@ every activation is rounded through float16 whether it was a hit or a miss, so a
 function of its data either way (resumption stays exact). The directory records the target's
 fingerprint; a cache of another target is refused. A full disk stops the writing (one warning),
 never the training.
+
+One directory can serve several drafts at once (MoA's ``kv`` + ``hidden.30``, EAGLE's
+``hidden.30``): the manifest lists every name its runs asked for (``names``, added by
+:meth:`FeatureCache.wanted`), and a run that misses computes all of them in its one target pass,
+so a conversation costs one target forward for every kind, not one per kind. A name a run does
+not need is never read (safetensors reads tensors by name). Manifests without ``names`` (older
+caches) read as before.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -24,10 +32,24 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from drafts.errors import CheckpointError
+from drafts.target.activations import ActivationRequest
 from drafts.target.loading import TargetFingerprint
 
 MANIFEST = "cache.json"
 STORE_DTYPE = torch.float16
+KV = "kv"  # every layer's keys/values, (T, L, W)
+HIDDEN = "hidden."  # + layer index: hidden_states[layer], (T, H)
+
+
+def activation_names(request: ActivationRequest) -> set[str]:
+    """The cache's names of what ``request`` asks for."""
+    return {f"{HIDDEN}{layer}" for layer in request.hidden_layers} | ({KV} if request.all_layer_kv else set())
+
+
+def activation_request(names: set[str]) -> ActivationRequest:
+    """What the target must return to fill ``names`` (the inverse of :func:`activation_names`)."""
+    layers = tuple(sorted(int(n.removeprefix(HIDDEN)) for n in names if n.startswith(HIDDEN)))
+    return ActivationRequest(layers, KV in names)
 
 
 class FeatureCache:
@@ -50,6 +72,20 @@ class FeatureCache:
             return
         self.root.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"target": fingerprint.to_dict(), "dtype": str(STORE_DTYPE)}, indent=2))
+
+    def wanted(self, names: set[str]) -> set[str]:
+        """Record ``names`` in the manifest; every name this directory's runs asked for (``names`` included)."""
+        path = self.root / MANIFEST
+        try:
+            manifest = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return set(names)
+        recorded = set(manifest.get("names", []))
+        if not names <= recorded and self.writable:
+            manifest["names"] = sorted(recorded | names)
+            with contextlib.suppress(OSError):
+                self._replace(path, lambda tmp: tmp.write_text(json.dumps(manifest, indent=2)))
+        return recorded | names
 
     def _path(self, ids: torch.Tensor) -> Path:
         digest = hashlib.sha256(ids.to(torch.int64).cpu().numpy().tobytes()).hexdigest()
@@ -86,17 +122,26 @@ class FeatureCache:
             return None  # a torn or foreign file: recompute and overwrite it
 
     def _write(self, path: Path, tensors: dict[str, torch.Tensor]) -> None:
-        tmp = path.with_suffix(".tmp")
         try:
             path.parent.mkdir(exist_ok=True)
-            save_file(tensors, str(tmp))
-            os.replace(tmp, path)
+            self._replace(path, lambda tmp: save_file(tensors, str(tmp)))
         except OSError as exc:
             self.writable = False
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
             print(
                 f"moa-train: warning: cannot write to --feature-cache {self.root} ({exc.strerror or exc}); "
                 "training goes on without caching. Free disk space or choose another directory to cache again.",
                 file=sys.stderr,
             )
+
+    @staticmethod
+    def _replace(path: Path, write: Callable[[Path], object]) -> None:
+        """``write`` a temporary file of this process, then move it onto ``path`` atomically (several
+        runs may share the directory: a reader sees the old file or the new one, never a torn one)."""
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        try:
+            write(tmp)
+            os.replace(tmp, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            raise

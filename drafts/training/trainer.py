@@ -25,7 +25,7 @@ from drafts.neural.base import NeuralDraft, TrainBatch
 from drafts.target.activations import ActivationRequest
 from drafts.target.runner import TargetRunner
 from drafts.training.checkpoint import save_draft
-from drafts.training.feature_cache import FeatureCache
+from drafts.training.feature_cache import HIDDEN, KV, FeatureCache, activation_names, activation_request
 from drafts.training.losses import LossWeights, distillation_loss
 from drafts.training.tokenize import Sequence, tokenize_conversation
 
@@ -78,6 +78,9 @@ class Trainer:
         self.conversations = conversations
         tail = () if model.tail_input_layer is None else (model.tail_input_layer,)
         self.request = model.needs.union(ActivationRequest(hidden_layers=(runner.num_layers, *tail)))
+        self.names = activation_names(self.request)
+        if cache is not None:
+            cache.wanted(self.names)  # a run sharing the directory computes these for us too
         params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
         self.generator = torch.Generator().manual_seed(cfg.seed)
@@ -173,18 +176,23 @@ class Trainer:
 
     def _activations(self, seq: Sequence) -> dict[str, torch.Tensor]:
         """Named activations of ``seq``: ``hidden.<layer>`` (T, H) and ``kv`` (T, L, W)."""
-        names = {f"hidden.{layer}" for layer in self.request.hidden_layers} | (
-            {"kv"} if self.request.all_layer_kv else set()
-        )
-        if self.cache is not None and (hit := self.cache.get(seq.ids, names)) is not None:
+        if self.cache is None:
+            return self._target_activations(seq, self.request)
+        if (hit := self.cache.get(seq.ids, self.names)) is not None:
             return {name: t.to(self.runner.device) for name, t in hit.items()}
+        # everything the directory's runs want, from this one target pass (the same values as ours alone)
+        request = self.request.union(activation_request(self.cache.wanted(self.names)))
+        stored = self.cache.put(seq.ids, self._target_activations(seq, request))
+        return {name: stored[name] for name in self.names}
+
+    def _target_activations(self, seq: Sequence, request: ActivationRequest) -> dict[str, torch.Tensor]:
         session = self.runner.new_session()
-        self.runner.extend(session, seq.ids.tolist(), self.request, last_only=True)
-        acts = self.runner.commit(session, None, self.request)
-        computed = {f"hidden.{layer}": h.clone() for layer, h in acts.hidden.items()}  # out of inference mode
+        self.runner.extend(session, seq.ids.tolist(), request, last_only=True)
+        acts = self.runner.commit(session, None, request)
+        computed = {f"{HIDDEN}{layer}": h.clone() for layer, h in acts.hidden.items()}  # out of inference mode
         if acts.kv is not None:
-            computed["kv"] = acts.kv.clone()
-        return computed if self.cache is None else self.cache.put(seq.ids, computed)
+            computed[KV] = acts.kv.clone()
+        return computed
 
     def _next_sequence(self) -> Sequence:
         while True:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -10,8 +11,9 @@ import torch
 
 from drafts.errors import CheckpointError
 from drafts.neural.factory import KINDS
+from drafts.target.activations import ActivationRequest
 from drafts.target.runner import TargetRunner
-from drafts.training.feature_cache import STORE_DTYPE, FeatureCache
+from drafts.training.feature_cache import STORE_DTYPE, FeatureCache, activation_names, activation_request
 from drafts.training.trainer import TrainConfig, Trainer
 from tests.chat_tokenizer import ChatTokenizer
 from tests.drafts.training.conversations import conversations
@@ -99,3 +101,40 @@ def test_training_from_the_cache_equals_training_that_filled_it(
     assert cache.misses == 0  # the second run never ran the target
     for name, parameter in models[0].items():
         assert torch.equal(parameter, models[1][name]), name
+
+
+def test_the_manifest_gathers_the_names_every_run_of_the_directory_wants(runner: TargetRunner, tmp_path: Path) -> None:
+    (tmp_path / "cache.json").write_text(json.dumps({"target": runner.fingerprint.to_dict(), "dtype": "torch.float16"}))
+    older = FeatureCache(tmp_path, runner.fingerprint)  # a manifest written before names were recorded
+    later = FeatureCache(tmp_path, runner.fingerprint)
+
+    assert older.wanted({"hidden.2"}) == {"hidden.2"}
+    assert later.wanted({"hidden.2", "kv"}) == {"hidden.2", "kv"}
+    assert older.wanted({"hidden.2"}) == {"hidden.2", "kv"}
+    assert json.loads((tmp_path / "cache.json").read_text())["names"] == ["hidden.2", "kv"]
+    assert activation_request({"hidden.2", "kv"}) == ActivationRequest((2,), True)
+    assert activation_names(ActivationRequest((2,), True)) == {"hidden.2", "kv"}
+
+
+def test_one_directory_serves_two_kinds_with_one_target_pass_per_sequence(runner: TargetRunner, tmp_path: Path) -> None:
+    """EAGLE runs first and fills what MoA (registered on the same directory) needs too: the MoA run
+    then never runs the target, and trains exactly as it does on a cache of its own."""
+    cfg = TrainConfig(tokens=300, accum=2, lr=3e-3, warmup_steps=2, checkpoint_every=100, seed=3)
+    shared = FeatureCache(tmp_path / "shared", runner.fingerprint)
+    moa = random_draft("moa", runner, seed=1)
+    moa_run = Trainer(moa, runner, conversations(), cfg, tmp_path / "moa", shared)
+    eagle_cache = FeatureCache(tmp_path / "shared", runner.fingerprint)
+    Trainer(random_draft("eagle", runner, seed=1), runner, conversations(), cfg, tmp_path / "eagle", eagle_cache).run(
+        {}
+    )
+    assert eagle_cache.misses > 0
+
+    moa_run.run({})
+    alone = random_draft("moa", runner, seed=1)
+    Trainer(
+        alone, runner, conversations(), cfg, tmp_path / "alone", FeatureCache(tmp_path / "own", runner.fingerprint)
+    ).run({})
+
+    assert shared.hits > 0 and shared.misses == 0  # MoA never ran the target
+    for name, parameter in alone.named_parameters():
+        assert torch.equal(parameter, dict(moa.named_parameters())[name]), name
