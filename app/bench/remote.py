@@ -129,6 +129,8 @@ class LinkTotals:
     drafted: int = 0
     accepted: int = 0
     link_losses: int = 0  # LinkLost events
+    after_first_s: float = 0.0  # wall time after each first token (the prompt's cost left out)
+    after_first_tokens: int = 0  # tokens after each first token
     turns: list[TurnTotals] = field(default_factory=list)  # chats only: per turn
 
     def add(self, stats: GenerationStats, wire: tuple[int, int], identical: bool | None, losses: int = 0) -> None:
@@ -138,6 +140,9 @@ class LinkTotals:
         self.link_losses += losses
         self.wall_s += stats.wall_s
         self.ttft_s = [*(self.ttft_s or []), *([stats.ttft_s] if stats.ttft_s is not None else [])]
+        if stats.ttft_s is not None and stats.new_tokens > 1:
+            self.after_first_s += stats.wall_s - stats.ttft_s
+            self.after_first_tokens += stats.new_tokens - 1
         self.target_forwards += stats.verify_rounds + 1  # the prefill, then one forward per verified chain
         self.round_trips += stats.round_trips
         self.requests += stats.requests
@@ -154,6 +159,8 @@ class LinkTotals:
         return {
             "tokens_per_s": self.new_tokens / self.wall_s if self.wall_s else 0.0,
             "ttft_s": sum(self.ttft_s) / len(self.ttft_s) if self.ttft_s else None,
+            # the answer's own pace, once it has begun (the prompt's prefill and first token left out)
+            "tokens_per_s_after_first": self.after_first_tokens / self.after_first_s if self.after_first_s else None,
             "target_forwards_per_100": 100 * self.target_forwards / n,
             "round_trips_per_100": 100 * self.round_trips / n,  # waits on the verifier (pipelined requests share one)
             "requests_per_100": 100 * self.requests / n,  # every answered request: prefill chunks, rewind, verify

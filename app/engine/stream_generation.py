@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 
 import torch
 
@@ -121,7 +122,7 @@ class StreamGeneration:
         self.step_at = now
         loop = asyncio.get_running_loop()
         job = self.g.scribe.post(self._show, tokens, part.drafted)
-        job.add_done_callback(lambda _: loop.call_soon_threadsafe(self._shown))
+        job.add_done_callback(lambda _: _call_soon(loop, self._shown))
         assert self.proposer is not None
         self.proposer.took(part)
 
@@ -146,3 +147,9 @@ class StreamGeneration:
         if link is not None:
             with contextlib.suppress(LinkDownError, OSError, RuntimeError):
                 await link.cancel()
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
+    """From the text thread: ``callback`` on the loop, unless the loop was closed meanwhile (the engine stopped)."""
+    with contextlib.suppress(RuntimeError):  # "Event loop is closed"
+        loop.call_soon_threadsafe(callback)

