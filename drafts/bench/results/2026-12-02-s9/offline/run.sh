@@ -8,8 +8,9 @@
 #
 # Default: the shipped checkpoints. The lead reruns it with the session-9 drafts as
 #   drafts/bench/results/2026-12-02-s9/offline/run.sh runs/s9-moa runs/s9-eagle
-# Env: LIMIT (prompts, default 45), TAG (JSON name suffix, default "shipped"), INT8_DIR (where the
-# int8 variants are derived, default /tmp/offline-int8-$TAG), CORE (default 0).
+# (-> offline-horizon-s9-moa-sharegpt-45x3x32.json: the tag is the MoA directory's name).
+# Env: LIMIT (prompts, default 45), TAG (JSON name part, default "shipped", or MOA_DIR's name when
+# given), INT8_DIR (where the int8 variants are derived, default /tmp/offline-int8-$TAG), CORE (default 0).
 set -euo pipefail
 cd "$(dirname "$0")/../../../../.."  # the repository root
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1
@@ -17,7 +18,8 @@ unset OMP_WAIT_POLICY
 R=drafts/bench/results/2026-12-02-s9/offline
 C=drafts/checkpoints/smollm2-135m-instruct
 MOA=${1:-$C/moa}; EAGLE=${2:-$C/eagle}; INDEPENDENT=${3:-$C/independent}
-L=${LIMIT:-45}; TAG=${TAG:-shipped}; Q=${INT8_DIR:-/tmp/offline-int8-$TAG}; CORE=${CORE:-0}
+DEFAULT_TAG=shipped; [ $# -gt 0 ] && DEFAULT_TAG=$(basename "$1")
+L=${LIMIT:-45}; TAG=${TAG:-$DEFAULT_TAG}; Q=${INT8_DIR:-/tmp/offline-int8-$TAG}; CORE=${CORE:-0}
 ARGS=()
 for pair in "moa=$MOA" "eagle=$EAGLE" "independent=$INDEPENDENT"; do
   name=${pair%%=*}; dir=${pair#*=}
