@@ -5,7 +5,8 @@
 # prompt, 3 prompts x 64 tokens at T = 0 as session 8's remote-s8/remote.sh. Server and client both on
 # core 0 (`taskset -c 0`, one thread each: OMP_NUM_THREADS=1, --threads 1); core 1 ran the lead's training:
 # the draft's time is taken from the verifier's core, so compare tok/s within one file, as ratios.
-#   SHAPES="chain4 4,4,16 6,10,60" DATASETS="humaneval sharegpt-heldout" .../stream.sh
+# The files: stream-DATASET-SHAPE.json (README.md: the table, from stream_table.py stream-*.json).
+#   SHAPES="chain4 4,4,16 6,10,60" DATASETS="humaneval sharegpt-heldout" .../stream.sh   (then SHAPES=chain8)
 set -euo pipefail
 cd "$(dirname "$0")/../../../../.."  # the repository root
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1
