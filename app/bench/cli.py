@@ -12,6 +12,7 @@ target and the shipped MoA checkpoint's compressor; the drafts and the link shap
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import subprocess
 import sys
@@ -76,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help="moa-server's --max-tree (default: the server's own, 64 on a CPU); a bigger tree is cut to it",
+    )
+    p.add_argument(
+        "--server-cpus",
+        default=None,
+        help="comma-separated CPU ids moa-server runs on (Linux), e.g. 1: a verifier with cores of its own, "
+        "as on another machine (default: the same CPUs as this process)",
     )
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads here (default: torch's choice)")
     p.add_argument("--json", type=Path, help="write the results here")
@@ -144,10 +151,13 @@ class _server:
         self.command += ["--draft-checkpoint", str(moa), "--log-level", "warning"]
         self.command += ["--target", args.target] if args.target else []
         self.command += ["--max-tree", str(args.server_max_tree)] if args.server_max_tree else []
+        self.cpus = _cpus(args.server_cpus)
         self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> _server:
-        self.process = subprocess.Popen(self.command)
+        cpus = self.cpus
+        pin = None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
+        self.process = subprocess.Popen(self.command, preexec_fn=pin)
         deadline = time.monotonic() + SERVER_START_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -167,6 +177,22 @@ class _server:
                 self.process.wait(30)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+
+
+def _cpus(text: str | None) -> set[int] | None:
+    """``--server-cpus``: the CPU ids, checked against this machine (None: not asked)."""
+    if text is None:
+        return None
+    if not hasattr(os, "sched_setaffinity"):
+        raise ConfigError("--server-cpus needs Linux (sched_setaffinity); leave it out on this system")
+    try:
+        cpus = {int(part) for part in text.split(",") if part.strip()}
+    except ValueError:
+        raise ConfigError(f"--server-cpus takes CPU ids like 1 or 0,1, got {text!r}") from None
+    usable = os.sched_getaffinity(0) | set(range(os.cpu_count() or 1))
+    if not cpus or not cpus <= usable:
+        raise ConfigError(f"--server-cpus {text!r}: this machine has CPUs {sorted(usable)}; pick among them")
+    return cpus
 
 
 def _free_port() -> int:
