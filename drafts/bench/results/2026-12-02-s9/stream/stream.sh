@@ -7,6 +7,7 @@
 # the draft's time is taken from the verifier's core, so compare tok/s within one file, as ratios.
 # The files: stream-DATASET-SHAPE.json (README.md: the table, from stream_table.py stream-*.json).
 #   SHAPES="chain4 4,4,16 6,10,60" DATASETS="humaneval sharegpt-heldout" .../stream.sh   (then SHAPES=chain8)
+# SERVER_CPUS=1 NAME=split: moa-server on CPU 1 (`--server-cpus`), files split-*.json (stream_split.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../../../../.."  # the repository root
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1
@@ -21,8 +22,8 @@ for shape in $SHAPES; do
     *) flags="--tree $shape --server-max-tree ${shape##*,}"; tag=tree${shape//,/-} ;;
   esac
   for d in $DATASETS; do
-    name=stream-$d-$tag
+    name=${NAME:-stream}-$d-$tag
     [ -e "$R/$name.json" ] && continue
-    taskset -c 0 python3 -m app.bench $A --dataset "$d" $flags --json "$R/$name.json" 2>&1 | tee "$R/$name.log"
+    taskset -c 0 python3 -m app.bench $A ${SERVER_CPUS:+--server-cpus $SERVER_CPUS} --dataset "$d" $flags --json "$R/$name.json" 2>&1 | tee "$R/$name.log"
   done
 done
