@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../../../.."  # the repository root
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1
 unset OMP_WAIT_POLICY
 DATA=runs/s10_answers.jsonl
-[ -f $DATA ] || gunzip -c drafts/data/generated/smollm2-answers.jsonl.gz | head -n 2673 > $DATA
+[ -f $DATA ] || gunzip -c drafts/data/generated/smollm2-answers.jsonl.gz | sed -n 1,2673p > $DATA  # sed reads to the end: no SIGPIPE under pipefail
 TOKENS=${TOKENS:-800000}
 LR=${LR:-1e-4}
 TOPK=${TOPK:-1.0}
