@@ -2,6 +2,7 @@
 
     moa-chat --demo                        everything here: verifier process, link shaper, draft
     moa-chat --server ws://HOST:PORT [--token-file F]
+    moa-chat --demo --stream               speculative streaming: the verifier decodes, the draft's proposals ride along
     moa-chat --local                       no network: draft and target on this device
     moa-chat --api [--server URL]          no draft: the verifier decodes and streams
     moa-chat --headless --prompt "..." [--json] [--link offline --link-after 20:lan]
@@ -71,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
         if option.name == "server":
             settings.add_argument("--server", default=None, metavar="URL", help="remote mode: " + option.help)
             continue
+        if option.kind is bool:  # a switch: --stream / --no-stream
+            help_line = f"{option.help} (default: {'on' if option.default else 'off'})"
+            settings.add_argument(option.flag, action=argparse.BooleanOptionalAction, default=None, help=help_line)
+            continue
         settings.add_argument(option.flag, type=option.kind, default=None, help=f"{option.help} ({option.default!r})")
     return p
 
@@ -85,7 +90,25 @@ def settings_from(args: argparse.Namespace) -> tuple[Settings, list[str], Path]:
     mode = _mode_from(args)
     if mode is not None:
         changes["mode"] = mode
-    return settings.replace(**changes), problems, path
+    settings = settings.replace(**changes)
+    if args.stream:
+        _check_stream(settings)
+    return settings, problems, path
+
+
+def _check_stream(settings: Settings) -> None:
+    """``--stream`` given where it means nothing: no verifier (local), or no draft (api, --draft none)."""
+    if settings.mode == "local":
+        raise ConfigError(
+            "--stream streams the draft's proposals to a verifier, and local mode has none: "
+            "use --demo or --server URL with it, or drop --stream"
+        )
+    if settings.mode == "api" or settings.draft == "none":
+        why = "api mode" if settings.mode == "api" else "--draft none"
+        raise ConfigError(
+            f"--stream streams the draft's proposals to the verifier, and {why} has no draft (the verifier "
+            "streams alone): drop --stream, or use --demo or --server URL with a draft"
+        )
 
 
 def _mode_from(args: argparse.Namespace) -> str | None:

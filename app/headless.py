@@ -4,7 +4,7 @@ Prints the answer on stdout and one line of statistics on stderr, or with ``--js
 on stdout::
 
     {"text": ..., "tokens": 57, "token_ids": [...], "provenance": ["accepted", "target", ...],
-     "stop": "eos", "engine": {"mode": "demo", ...},
+     "stop": "eos", "engine": {"mode": "demo", ..., "stream": false},
      "stats": {"tau", "round_trips_per_100", "tokens_per_s", "ttft_s", "offline_tokens", "kept_after_repair"}}
 
 ``provenance`` has one label per token of the answer: ``accepted`` (drafted here, confirmed),
@@ -134,8 +134,13 @@ def stats_line(result: Answer, info: EngineInfo) -> str:
     s = result.stats()
     ttft = "n/a" if s["ttft_s"] is None else f"{s['ttft_s']:.2f} s"
     return (
-        f"[{info.mode} · draft {info.draft} · {info.target} · {info.device}] {len(result.token_ids)} tokens, "
+        f"[{mode_name(info)} · draft {info.draft} · {info.target} · {info.device}] {len(result.token_ids)} tokens, "
         f"{s['tokens_per_s']:.1f} tok/s, first token {ttft}, tau {s['tau']:.2f}, "
         f"{s['round_trips_per_100']:.1f} round trips/100 tokens, offline {s['offline_tokens']} "
         f"(kept {s['kept_after_repair']} after repair)"
     )
+
+
+def mode_name(info: EngineInfo) -> str:
+    """The mode as the status bar says it: "demo", or "demo stream" when it streams speculatively."""
+    return f"{info.mode} stream" if info.stream else info.mode

@@ -1,4 +1,4 @@
-"""F2: the chat's settings (system prompt, sampling, answer length, draft shape, offline budget, theme).
+"""F2: the chat's settings (system prompt, sampling, answer length, draft shape, offline budget, streaming, theme).
 
 The fields and their help lines come from :mod:`app.settings.options`; a bad value is shown under
 the form with what is allowed (the same message the TOML file would get), and nothing is saved.
@@ -14,13 +14,18 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Select, Static, TextArea
+from textual.widgets import Button, Checkbox, Input, Select, Static, TextArea
 
 from app.settings import BY_NAME, Settings
 from drafts.errors import ConfigError
 
 FIELDS = ("temperature", "top_p", "max_tokens", "chain", "tree", "offline_budget")
-NOTES = {"offline_budget": " (applies from the next start)", "chain": " (ignored when a tree is set)"}
+SWITCHES = ("stream",)  # the bool options: a checkbox each
+NOTES = {
+    "offline_budget": " (applies from the next start)",
+    "chain": " (ignored when a tree is set)",
+    "stream": " (applies from the next start)",
+}
 
 
 def parse_field(name: str, text: str) -> Any:
@@ -53,6 +58,9 @@ class SettingsScreen(ModalScreen[Settings | None]):
             for name in FIELDS:
                 yield Static(f"{name}: {BY_NAME[name].help}{NOTES.get(name, '')}", classes="field-help", markup=False)
                 yield Input(str(getattr(self.settings, name)), id=f"field-{name}", compact=True)
+            for name in SWITCHES:
+                yield Static(f"{name}: {BY_NAME[name].help}{NOTES.get(name, '')}", classes="field-help", markup=False)
+                yield Checkbox(name, getattr(self.settings, name), id=f"field-{name}", compact=True)
             yield Static("theme", classes="field-help")
             yield Select([(t, t) for t in self.themes], value=self.settings.theme, allow_blank=False, id="field-theme")
             with Horizontal(classes="dialog-buttons"):
@@ -83,6 +91,7 @@ class SettingsScreen(ModalScreen[Settings | None]):
         values: dict[str, Any] = {
             name: parse_field(name, self.query_one(f"#field-{name}", Input).value) for name in FIELDS
         }
+        values |= {name: self.query_one(f"#field-{name}", Checkbox).value for name in SWITCHES}
         values["system_prompt"] = self.query_one("#field-system_prompt", TextArea).text
         values["theme"] = str(self.query_one("#field-theme", Select).value)
         return values

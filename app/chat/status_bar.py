@@ -1,4 +1,5 @@
-"""The status bar: mode, link with RTT, rolling tau, acceptance, draft shape, tokens/s, round trips, bytes, device."""
+"""The status bar: mode (with "stream" when it streams speculatively), link with RTT, rolling tau, acceptance,
+draft shape, tokens/s, round trips, bytes, device."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def status_content(info: EngineInfo, stats: LiveStats, preset: str | None = None
     latest = stats.latest
     parts: list[tuple[str, str] | str] = [
         (info.mode, "bold"),
+        *([(" stream", "bold $text-accent")] if info.stream else []),
         f" {info.draft}→{info.target} · {info.device}",
         SEPARATOR,
         *link,

@@ -40,6 +40,7 @@ class EngineInfo:
     target: str  # the target's name
     device: str  # where the draft (and, locally, the target) runs: "cpu", "cuda", "mps"
     verifier: str  # the verifier's URL, or "this device"
+    stream: bool = False  # speculative streaming (EngineConfig.stream): the verifier decodes, proposals ride along
 
 
 class ChatEngine(Protocol):

@@ -5,6 +5,7 @@
     mode     engine                               draft                   target runs
     demo     RemoteChatEngine (shown as "demo")   --draft (default moa)   the demo's verifier process
     remote   RemoteChatEngine                     --draft                 moa-server at --server
+             (with --stream either streams speculatively: EngineConfig.stream; the status bar says "demo stream")
     api      RemoteChatEngine + Draftless         none                    --server, or the demo's verifier
     local    LocalChatEngine                      --draft, or none        this process
 
@@ -96,13 +97,14 @@ def _remote_engine(settings: Settings, progress: Progress, url: str) -> ChatEngi
     if not url:
         raise EngineSetupError(f"{settings.mode} mode needs a verifier: pass --server ws://HOST:PORT, or use --demo")
     token = _read_token(settings.token_path)
+    draft = resolve_draft("none" if settings.mode == "api" else settings.draft, settings.target)
     config = EngineConfig(
         LinkConfig(url, token=token),
         offline_model=offline_model(settings) if settings.mode != "api" else None,
         offline_budget=settings.offline_budget,
         device=settings.device,
+        stream=settings.stream and draft.checkpoint is not None,  # without a draft the verifier streams alone
     )
-    draft = resolve_draft("none" if settings.mode == "api" else settings.draft, settings.target)
     if draft.checkpoint is None:
         progress(f"loading the tokenizer of {settings.target} (no draft: the verifier decodes)")
         where = resolve_device("cpu")

@@ -86,7 +86,8 @@ class RemoteChatEngine:
         draft, url = self.draft, self.config.link.url
         if isinstance(draft, Draftless):
             return EngineInfo("api", "none", draft.target.name, "cpu", url)
-        return EngineInfo("remote", draft.drafter.model.kind, draft.target.name, draft.device.type, url)
+        kind = draft.drafter.model.kind
+        return EngineInfo("remote", kind, draft.target.name, draft.device.type, url, stream=self.config.stream)
 
     def subscribe(self, callback: Callable[[EngineEvent], None]) -> None:
         self._subscribers.append(callback)

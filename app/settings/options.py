@@ -32,7 +32,7 @@ class Option:
     help: str  # one line, written above the key in the file and shown by --help
     allowed: str  # what a bad value's message says is allowed
     check: Callable[[Any], bool]  # the value (already of the right type) is allowed
-    kind: type  # str, int or float: the TOML type (an int is taken for a float)
+    kind: type  # str, int, float or bool: the TOML type (an int is taken for a float; a bool is a switch)
 
     @property
     def flag(self) -> str:
@@ -47,8 +47,8 @@ class Option:
 
 
 def _typed(value: Any, kind: type) -> Any:
-    if isinstance(value, bool):  # TOML true/false are never a number or a name here
-        return None
+    if isinstance(value, bool) or kind is bool:  # TOML true/false is a switch's value, never a number or a name
+        return value if isinstance(value, bool) and kind is bool else None
     if kind is float and isinstance(value, int | float):
         return float(value) if math.isfinite(value) else None
     return value if isinstance(value, kind) else None
@@ -155,6 +155,15 @@ OPTIONS: tuple[Option, ...] = (
         f"one of {', '.join(LINEAR_CHOICES)}",
         lambda v: v in LINEAR_CHOICES,
         str,
+    ),
+    Option(
+        "stream",
+        False,
+        "speculative streaming (demo, remote): the verifier decodes without waiting, as an API streams, and checks "
+        "the draft's proposals on the way (on a slow link ~1.5-2x the tokens/s of rounds)",
+        "true or false",
+        lambda v: True,
+        bool,
     ),
     Option(
         "draft",

@@ -36,6 +36,7 @@ class Settings:
     token_file: str = BY_NAME["token_file"].default
     draft_quantize: str = BY_NAME["draft_quantize"].default
     target_linear: str = BY_NAME["target_linear"].default
+    stream: bool = BY_NAME["stream"].default  # speculative streaming (EngineConfig.stream); drafted remote modes
     draft: str = BY_NAME["draft"].default
     target: str = BY_NAME["target"].default
     device: str = BY_NAME["device"].default

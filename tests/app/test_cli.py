@@ -66,6 +66,26 @@ def test_the_mode_flags(argv: list[str], mode: str) -> None:
     assert parse(*argv)[0].mode == mode
 
 
+def test_stream_is_a_switch_over_the_file(own_homes: Path) -> None:
+    assert parse()[0].stream is False
+    assert parse("--stream")[0].stream is True
+    assert parse("--server", "ws://h:1", "--stream")[0].stream is True
+    (own_homes / "config.toml").write_text("stream = true\n")
+    assert parse()[0].stream is True
+    assert parse("--no-stream")[0].stream is False
+    assert parse("--local")[0].stream is True  # the file's preference: local mode ignores it, no error
+
+
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [(["--local"], "local mode has none"), (["--api"], "api mode has no draft"), (["--draft", "none"], "--draft none")],
+)
+def test_stream_given_where_it_means_nothing_says_why(argv: list[str], why: str) -> None:
+    with pytest.raises(ConfigError, match=why):
+        parse("--stream", *argv)
+    assert parse("--no-stream", *argv)[0].stream is False
+
+
 def test_two_modes_are_refused() -> None:
     with pytest.raises(ConfigError, match="choose one mode: --demo and --local"):
         parse("--demo", "--local")
@@ -88,6 +108,7 @@ def test_a_config_file_given_by_flag_must_exist(own_homes: Path) -> None:
         (["--headless", "--prompt", "x", "--draft", "/no/such/checkpoint"], "no draft checkpoint at"),
         (["--headless", "--prompt", "x", "--local", "--target", "/x/other.gguf"], "no moa draft is shipped"),
         (["--headless", "--prompt", "x", "--server", "http://h"], "server = 'http://h' is not allowed"),
+        (["--headless", "--prompt", "x", "--local", "--stream"], "--stream streams the draft's proposals"),
     ],
 )
 def test_errors_are_one_line_and_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -303,3 +324,28 @@ def test_headless_remote_with_a_token_and_a_wrong_token(tmp_path: Path) -> None:
         assert last.startswith("moa-chat: error:") and "UNAUTHORIZED" in last and "Traceback" not in refused.stderr
     finally:
         server.close()
+
+
+@pytest.mark.integration
+def test_headless_stream_against_a_real_verifier_answers_as_rounds_do_at_t0() -> None:
+    from app.demo.demo import DemoOptions, free_port, verifier_command
+    from app.demo.verifier import VerifierProcess, child_env
+    from app.settings.draft import resolve_draft
+
+    port = free_port()
+    moa = resolve_draft("moa", "smollm2").server_half  # the verifier computes MoA's memory vectors
+    command = verifier_command(DemoOptions(device="cpu", draft_checkpoint=moa), port)
+    server = VerifierProcess(command, port, env=child_env(str(REPO_ROOT)))
+    server.start()
+    try:
+        server.wait_ready()
+        ask = ("--server", f"ws://127.0.0.1:{port}", "--offline-model", "none", "--max-tokens", "40")
+        ask += ("--prompt", "Name the planets of the solar system in order.")
+        streamed, rounds = headless(*ask, "--stream"), headless(*ask, "--no-stream")
+    finally:
+        server.close()
+    check_answer(streamed, {"accepted", "target"})
+    assert streamed["engine"]["stream"] is True and rounds["engine"]["stream"] is False
+    assert streamed["stats"]["shape"].startswith("stream ") and not rounds["stats"]["shape"].startswith("stream")
+    assert "accepted" in streamed["provenance"]  # the draft's proposals got through the stream
+    assert (streamed["token_ids"], streamed["text"]) == (rounds["token_ids"], rounds["text"])  # exact at T=0

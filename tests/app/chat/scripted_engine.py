@@ -59,6 +59,7 @@ class ScriptedEngine:
     offline_budget: int = 0  # 0: no limit
     stats_every: int = 8  # a StatsUpdated every this many tokens
     fixed_speed: float | None = None  # report this tokens/s (and the wall time it implies): snapshots
+    speculative_stream: bool = False  # describe() says it streams speculatively (EngineInfo.stream)
     calls: list[list[Message]] = field(default_factory=list)
     decodes: list[DecodeConfig] = field(default_factory=list)
     opened: bool = False
@@ -69,7 +70,7 @@ class ScriptedEngine:
     _online_again: asyncio.Event = field(default_factory=asyncio.Event)
 
     def describe(self) -> EngineInfo:
-        return EngineInfo("demo", "moa", "SmolLM2-135M", "cpu", "ws://127.0.0.1:0")
+        return EngineInfo("demo", "moa", "SmolLM2-135M", "cpu", "ws://127.0.0.1:0", stream=self.speculative_stream)
 
     def subscribe(self, callback: Callable[[EngineEvent], None]) -> None:
         self._subscribers.append(callback)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.color import Color
+from textual.widgets import Checkbox
 
 from app.chat.prompt import PromptInput
 from app.chat.reply import ACCEPTED, OFFLINE, REPAIRED, TARGET
@@ -259,6 +260,26 @@ def test_the_settings_screen_names_a_bad_value_and_saves_a_good_one(tmp_path: Pa
             await send(pilot, "go")
             await until(pilot, lambda: len(engine.decodes) == 1 and not answering(app))
             assert engine.decodes[0].sampling.temperature == 0.5
+
+    run(scenario())
+
+
+def test_the_settings_screen_toggles_stream_and_the_status_bar_says_when_it_streams(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        app = make_app(tmp_path, ScriptedEngine(answer="ok", speculative_stream=True))
+        async with app.run_test(size=SIZE) as pilot:
+            assert "demo stream" in str(app.chat.query_one(StatusBar).render())
+            await pilot.press("f2")
+            await pilot.pause(0.1)
+            switch = app.screen.query_one("#field-stream", Checkbox)
+            switch.scroll_visible(animate=False)
+            await pilot.pause(0.1)
+            assert switch.value is False and "speculative streaming" in screen_text(app)
+            switch.value = True
+            await pilot.press("ctrl+s")
+            await until(pilot, lambda: (tmp_path / "settings.toml").exists())
+            assert "stream = true" in (tmp_path / "settings.toml").read_text()
+            assert app.settings.stream is True
 
     run(scenario())
 

@@ -53,3 +53,9 @@ def test_the_line_names_the_link_and_the_figures_of_the_answer() -> None:
 def test_the_draft_shape_shows_once_the_engine_names_it() -> None:
     assert "tree 4,4,16" in line(replace(STATS, shape="tree 4,4,16"))
     assert " · tree" not in line(STATS) and "τ –" in line(None)
+
+
+def test_the_mode_says_stream_when_the_engine_streams_speculatively() -> None:
+    live = LiveStats(link=LinkState.ONLINE)
+    assert status_content(replace(INFO, stream=True), live).plain.startswith("demo stream moa→")
+    assert "stream" not in status_content(INFO, live).plain

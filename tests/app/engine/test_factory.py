@@ -11,6 +11,7 @@ from app.engine.chat import EngineInfo
 from app.engine.errors import EngineError
 from app.engine.factory import Relabelled, build_engine, offline_model
 from app.engine.local_chat import LocalChatEngine
+from app.engine.remote_chat import RemoteChatEngine
 from app.settings import Settings
 from drafts.locations import smollm2_gguf
 
@@ -51,6 +52,19 @@ def test_a_missing_token_file_is_named(tmp_path: Path) -> None:
     settings = Settings(mode="remote", server="ws://127.0.0.1:1", token_file=str(tmp_path / "token"))
     with pytest.raises(EngineError, match="--token-file .*token"):
         build_engine(settings)
+
+
+@pytest.mark.integration  # loads SmolLM2's embeddings and tokenizer, and the draft
+def test_stream_from_the_settings_reaches_the_engine_config_and_its_description() -> None:
+    base = Settings(mode="remote", server="ws://127.0.0.1:1", offline_model="none", device="cpu", draft="eagle")
+    streaming, info = build_engine(base.replace(stream=True))
+    rounds, plain = build_engine(base)
+    draftless, api = build_engine(base.replace(stream=True, draft="none"))  # no draft: the verifier streams alone
+    assert isinstance(streaming, RemoteChatEngine) and streaming.config.stream and info.stream
+    assert isinstance(rounds, RemoteChatEngine) and not rounds.config.stream and not plain.stream
+    assert isinstance(draftless, RemoteChatEngine) and not draftless.config.stream and not api.stream
+    _, shown = build_engine(base.replace(mode="demo", stream=True), verifier_url="ws://127.0.0.1:2")
+    assert (shown.mode, shown.stream) == ("demo", True)  # Relabelled keeps the stream flag
 
 
 class Recorder:

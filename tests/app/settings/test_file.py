@@ -95,3 +95,14 @@ def test_a_server_in_the_file_means_remote_mode_unless_a_mode_is_given(tmp_path:
     assert load_settings(path)[0].mode == "remote"
     path.write_text('server = "ws://verifier:8765"\nmode = "api"\n')
     assert load_settings(path)[0].mode == "api"
+
+
+def test_stream_is_read_and_saved_as_a_toml_boolean(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("stream = true\n")
+    assert load_settings(path) == (Settings(stream=True), [])
+    save_settings(Settings(stream=False), path)
+    assert "stream = false" in path.read_text() and load_settings(path)[0].stream is False
+    path.write_text('stream = "on"\n')
+    settings, [problem] = load_settings(path)
+    assert settings.stream is False and "stream = 'on'" in problem and "true or false" in problem

@@ -38,6 +38,8 @@ def test_settings_are_frozen() -> None:
         ("offline_model", "model.bin", ".gguf"),
         ("offline_budget", True, "integer from 1 to 100000"),
         ("offline_budget", 0, "integer from 1 to 100000"),
+        ("stream", "yes", "true or false"),
+        ("stream", 1, "true or false"),
     ],
 )
 def test_a_bad_value_names_the_key_the_value_and_what_is_allowed(key: str, value: object, allowed: str) -> None:
@@ -99,3 +101,8 @@ def test_chain_0_is_the_best_measured_shape_for_where_the_target_runs() -> None:
     assert Settings(mode="remote", chain=4).shape.gamma == 4 and not Settings(mode="remote", chain=4).shape.is_tree
     assert Settings(mode="remote", tree="4,4,16").shape.describe() == "tree 4,4,16"
     assert Settings(mode="local", device="cpu", chain=6).shape.gamma == 6  # a chain asked for is kept
+
+
+def test_stream_is_a_switch_off_by_default() -> None:
+    assert Settings().stream is False
+    assert Settings(stream=True).stream is True
