@@ -2,9 +2,10 @@
 
     python -m app.demo.measure --max-tokens 128 --json results.json
 
-For each mode (the demo at each link preset, ``--local``, ``--api``) it launches as ``moa-chat``
-does, answers the same prompts greedily, one conversation per prompt, and reports the start time
-and, per answer, tokens/s, time to first token and tau (medians printed, every answer in the JSON).
+For each mode (the demo at each link preset, ``demo-stream``: the demo with ``--stream``, ``--local``,
+``--api``) it launches as ``moa-chat`` does, answers the same prompts greedily, one conversation per
+prompt, and reports the start time and, per answer, tokens/s, time to first token and tau (medians
+printed, every answer in the JSON).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from app.headless import Answer, conversation
 from app.launch import launch
 from app.settings import Settings
 
+STREAM = "-stream"  # a mode with this suffix (demo-stream) runs with --stream
 PROMPTS = (
     "Explain what a hash table is in a few sentences.",
     "Write a short poem about the sea.",
@@ -53,17 +55,24 @@ async def run_answers(
     return open_s, rows
 
 
+def settings_for(mode: str, presets: list[str], max_tokens: int, device: str, draft: str) -> Settings:
+    """A mode's settings: ``demo-stream`` is the demo with ``stream`` on; the demo starts on the first preset."""
+    base = mode.removesuffix(STREAM)
+    link = presets[0] if base == "demo" else "lan"
+    return Settings(mode=base, max_tokens=max_tokens, device=device, link=link, draft=draft, stream=mode != base)
+
+
 def measure(mode: str, presets: list[str], prompts: list[str], max_tokens: int, device: str, draft: str) -> dict:
-    link = presets[0] if mode == "demo" else "lan"
-    settings = Settings(mode=mode, max_tokens=max_tokens, device=device, link=link, draft=draft)
+    settings = settings_for(mode, presets, max_tokens, device, draft)
     started = time.perf_counter()
     with launch(settings, lambda message: print(f"  {message}", file=sys.stderr, flush=True)) as launched:
         launch_s = time.perf_counter() - started
-        open_s, rows = asyncio.run(run_answers(launched, settings, presets if mode == "demo" else ["-"], prompts))
+        links = presets if settings.mode == "demo" else ["-"]
+        open_s, rows = asyncio.run(run_answers(launched, settings, links, prompts))
     # start = until the first message could be sent: launch (demo verifier, draft) + open (local models, GGUF)
     return {
         "mode": mode,
-        "draft": settings.draft if mode != "api" else "none",
+        "draft": settings.draft if settings.mode != "api" else "none",
         "start_s": round(launch_s + open_s, 2),
         "launch_s": round(launch_s, 2),
         "answers": rows,
@@ -76,7 +85,7 @@ def summary(result: dict) -> list[str]:
         rows = [row for row in result["answers"] if row["link"] == link]
         median = {key: statistics.median(row[key] or 0.0 for row in rows) for key in ("tokens_per_s", "ttft_s", "tau")}
         lines.append(
-            f"{result['mode']:6} {result['draft']:5} {link:4} start {result['start_s']:6.1f} s  "
+            f"{result['mode']:11} {result['draft']:5} {link:4} start {result['start_s']:6.1f} s  "
             f"tokens/s {median['tokens_per_s']:6.1f}  "
             f"first token {median['ttft_s']:5.2f} s  tau {median['tau']:4.2f}  ({len(rows)} answers, "
             f"{sum(row['tokens'] for row in rows)} tokens)"
@@ -86,7 +95,7 @@ def summary(result: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m app.demo.measure", description=__doc__)
-    p.add_argument("--modes", default="demo,local,api")
+    p.add_argument("--modes", default="demo,local,api", help="demo, demo-stream (the demo with --stream), local, api")
     p.add_argument("--presets", default="lan,4g,3g", help="the demo's links, in order")
     p.add_argument("--prompts", type=int, default=len(PROMPTS), help=f"how many of the {len(PROMPTS)} prompts")
     p.add_argument("--max-tokens", type=int, default=128)
