@@ -21,6 +21,7 @@ from textual.screen import Screen
 from app.chat.chat_screen import ChatScreen, SettingsChanged
 from app.chat.failure import describe
 from app.chat.keys import APP_KEYS, LINK_KEYS
+from app.chat.settings_screen import from_next_start
 from app.chat.transcript import Transcript
 from app.demo import LinkControl
 from app.engine.chat import ChatEngine
@@ -88,6 +89,7 @@ class MoaChatApp(App[int]):
             self.notify(f"theme = {theme!r} is not a theme here; using {self.theme}", severity="warning", markup=False)
 
     def on_settings_changed(self, message: SettingsChanged) -> None:
+        later = from_next_start(self.settings, message.settings)
         self.settings = message.settings
         self.apply_theme(message.settings.theme)
         try:
@@ -96,7 +98,8 @@ class MoaChatApp(App[int]):
             failure = describe(exc)
             self.notify(failure.message, title="Settings not saved", severity="error", timeout=15, markup=False)
             return
-        self.notify(f"saved to {path}", title="Settings", markup=False)
+        note = f"; {' and '.join(later)} from the next start" if later else ""
+        self.notify(f"saved to {path}{note}", title="Settings", markup=False)
 
     async def action_quit(self) -> None:
         self.chat.save_interrupted()

@@ -21,11 +21,13 @@ from drafts.errors import ConfigError
 
 FIELDS = ("temperature", "top_p", "max_tokens", "chain", "tree", "offline_budget")
 SWITCHES = ("stream",)  # the bool options: a checkbox each
-NOTES = {
-    "offline_budget": " (applies from the next start)",
-    "chain": " (ignored when a tree is set)",
-    "stream": " (applies from the next start)",
-}
+NEXT_START = ("offline_budget", "stream")  # read when the engine is built: a change applies from the next start
+NOTES = {"chain": " (ignored when a tree is set)"} | {name: " (applies from the next start)" for name in NEXT_START}
+
+
+def from_next_start(old: Settings, new: Settings) -> list[str]:
+    """The changed settings that the running engine does not see (they apply from the next start)."""
+    return [name for name in NEXT_START if getattr(old, name) != getattr(new, name)]
 
 
 def parse_field(name: str, text: str) -> Any:

@@ -280,6 +280,7 @@ def test_the_settings_screen_toggles_stream_and_the_status_bar_says_when_it_stre
             await until(pilot, lambda: (tmp_path / "settings.toml").exists())
             assert "stream = true" in (tmp_path / "settings.toml").read_text()
             assert app.settings.stream is True
+            assert any("stream from the next start" in note for note in notifications(app))
 
     run(scenario())
 
