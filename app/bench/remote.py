@@ -40,6 +40,7 @@ from app.engine.client_draft import ClientDraft
 from app.engine.config import GAMMA_MAX, EngineConfig, LinkConfig
 from app.engine.draftless import Draftless
 from app.engine.events import Finished, GenerationStats, LinkLost, TokenGenerated
+from app.engine.proposal_tally import ProposalStats
 from app.engine.sync import EngineThread
 from drafts.decoding.autoregressive import generate_autoregressive
 from drafts.decoding.config import DecodeConfig
@@ -57,15 +58,26 @@ API = "api"  # API streaming: the server decodes alone (no draft here)
 GGUF = "gguf"  # the disconnection study's extra row: the MoA engine continuing offline with a GGUF model
 NO_Q = ":noq"  # a draft method with this suffix sends no q at T > 0 (EngineConfig.q_top_k = 0)
 STREAM = "-stream"  # a draft kind with this suffix streams speculatively (EngineConfig.stream)
+LEAD = "+"  # a stream method, then "+N": its proposals N tokens deeper (EngineConfig.stream_lead)
 
 
 def draft_kind(method: str) -> str:
-    """The draft kind of a method name ("moa:noq" -> "moa", "moa-stream" -> "moa")."""
-    return method.removesuffix(NO_Q).removesuffix(STREAM)
+    """The draft kind of a method name ("moa:noq" -> "moa", "moa-stream" -> "moa", "moa-stream+2" -> "moa")."""
+    return _plain(method).removesuffix(NO_Q).removesuffix(STREAM)
 
 
 def is_stream(method: str) -> bool:
-    return method.removesuffix(NO_Q).endswith(STREAM)
+    return _plain(method).removesuffix(NO_Q).endswith(STREAM)
+
+
+def stream_lead(method: str) -> int | None:
+    """N of a method "...-stream+N" (None: the engine's default lead)."""
+    _, sep, lead = method.partition(LEAD)
+    return int(lead) if sep and lead.isdigit() else None
+
+
+def _plain(method: str) -> str:
+    return method.partition(LEAD)[0]
 
 
 @dataclass(frozen=True)
@@ -90,8 +102,10 @@ class RemoteBenchConfig:
         for m in self.methods:
             if draft_kind(m) not in DRAFT_METHODS and m != API:
                 known = ", ".join((*DRAFT_METHODS, API)) + f" (a draft kind may end in {STREAM!r}: speculative "
-                known += f"streaming, and in {NO_Q!r}: no q at T > 0)"
+                known += f"streaming, then {LEAD!r}N: proposals N tokens deeper, and in {NO_Q!r}: no q at T > 0)"
                 raise ConfigError(f"unknown remote method {m!r}; choose from {known}")
+            if LEAD in m and (not is_stream(m) or stream_lead(m) is None):
+                raise ConfigError(f"{m!r}: only a stream method takes a lead, as a whole number (e.g. moa-stream+2)")
         if self.max_new_tokens < 1 or self.cut_after < 1 or self.cut_tokens < 0 or self.cut_ms <= 0:
             raise ConfigError("need max_new_tokens >= 1, cut_after >= 1, cut_tokens >= 0 and cut_ms > 0")
         if self.turns < 0 or (self.chain is not None and self.chain < 1):
@@ -132,6 +146,7 @@ class LinkTotals:
     after_first_s: float = 0.0  # wall time after each first token (the prompt's cost left out)
     after_first_tokens: int = 0  # tokens after each first token
     turns: list[TurnTotals] = field(default_factory=list)  # chats only: per turn
+    proposals: ProposalStats | None = None  # a speculative stream's (app.engine.proposal_tally)
 
     def add(self, stats: GenerationStats, wire: tuple[int, int], identical: bool | None, losses: int = 0) -> None:
         self.new_tokens += stats.new_tokens
@@ -153,6 +168,8 @@ class LinkTotals:
         self.wire_up += wire[0]
         self.wire_down += wire[1]
         self.identical = None if identical is None or self.identical is None else self.identical and identical
+        if stats.proposals is not None:
+            self.proposals = stats.proposals if self.proposals is None else self.proposals + stats.proposals
 
     def to_json(self) -> dict[str, Any]:
         n = max(self.new_tokens, 1)
@@ -175,6 +192,7 @@ class LinkTotals:
             "link_losses": self.link_losses,
             "new_tokens": self.new_tokens,
             **({"turns": turn_rows(self.turns)} if self.turns else {}),
+            **({"proposals": self.proposals.to_json()} if self.proposals is not None else {}),
         }
 
 
@@ -214,12 +232,8 @@ def _run_links(
     clients: dict[str, ClientDraft | Draftless] = {m: drafts[m] for m in config.draft_methods}
     if API in methods:
         clients[API] = Draftless.of(runner)
-    engines = {
-        m: EngineThread(
-            _engine_config(shaper.port, None, config.chain, _q_top_k(m, config), is_stream(m)), clients[m]
-        ).start()
-        for m in methods
-    }
+    settings = {m: _engine_config(shaper.port, None, config.chain, _q_top_k(m, config), is_stream(m)) for m in methods}
+    engines = {m: EngineThread(_lead(settings[m], m), clients[m]).start() for m in methods}
     chat_references = References(runner, config.decode) if config.sampling.greedy else None
     try:
         for engine in engines.values():  # warm up: connect, first-call allocations
@@ -379,8 +393,13 @@ def _engine_config(
     )
 
 
+def _lead(engine: EngineConfig, method: str) -> EngineConfig:
+    lead = stream_lead(method)
+    return engine if lead is None else replace(engine, stream_lead=lead)
+
+
 def _q_top_k(method: str, config: RemoteBenchConfig) -> int:
-    return 0 if method.endswith(NO_Q) else config.q_top_k
+    return 0 if _plain(method).endswith(NO_Q) else config.q_top_k
 
 
 def _rotated(methods: list[str], i: int) -> list[str]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from app.engine.proposal_tally import ProposalStats
 from drafts.decoding.events import TokenSource
 from drafts.decoding.stopping import StopReason
 
@@ -113,6 +114,7 @@ class GenerationStats:
     prefill_tokens: int = 0  # prompt tokens sent to the verifier (a chat's later turns: only the new ones)
     bytes_down_to_first_token: int = 0  # bytes received before the first token was shown
     requests: int = 0  # requests answered by the verifier (prefill chunks, verify, rewind, generate)
+    proposals: ProposalStats | None = None  # a speculative stream's proposals (app.engine.proposal_tally)
 
     @property
     def tokens_per_s(self) -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from app.engine.events import GenerationStats, StatsUpdated
+from app.engine.proposal_tally import ProposalTally
 from app.engine.session import VerifierSession
 from app.engine.transcript import Transcript
 
@@ -29,6 +30,7 @@ class Progress:
         self.verify_s = 0.0  # send -> reply of the verified chains
         self.forwards = 0  # target forwards of a draftless generation (each Generate token)
         self.bytes_down_to_first = 0
+        self.proposals: ProposalTally | None = None  # a speculative stream's (app.engine.proposer)
         transcript.on_first_token = self._first_token
 
     def _first_token(self) -> None:
@@ -101,4 +103,5 @@ class Progress:
             prefill_tokens=prefilled,
             bytes_down_to_first_token=self.bytes_down_to_first if t.first_token_at is not None else down,
             requests=self.session.traffic.requests - self._requests,
+            proposals=None if self.proposals is None else self.proposals.stats(),
         )

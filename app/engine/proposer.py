@@ -4,15 +4,18 @@
                  for the draft, and the newest token (index ``part.committed``) becomes the root
                  of the next proposal
     _run         one draft at a time, on the draft's worker thread: take in the waiting vectors,
-                 draft a tree (or chain) below the newest root, send it as Propose(base=root's
-                 index). When it ends, if newer parts came meanwhile, draft again from the newest:
-                 a proposal is never drafted from a root the server is known to be past
+                 draft a tree (or chain) below the newest root, ``EngineConfig.stream_lead``
+                 tokens deeper than the shape, send it as Propose(base=root's index). When it
+                 ends, if newer parts came meanwhile, draft again from the newest: a proposal is
+                 never drafted from a root the server is known to be past, and one that those
+                 parts already contradict (the server's rule) is dropped unsent
     settle       the stream ended (or the link died): the last draft is done and the draft holds
                  every vector the server sent, as the round-based generation expects
 
 The server walks a proposal along the tokens it produced after ``base`` and verifies what still
 applies (the agreed rule: :mod:`drafts.proposal_match`), so a proposal that arrives a step or two
 late still counts as long as it guessed those steps; a deeper tree survives more of the round trip.
+How late they were and how much applied is counted per part (:mod:`app.engine.proposal_tally`).
 """
 
 from __future__ import annotations
@@ -20,8 +23,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections import deque
 from typing import TYPE_CHECKING, NamedTuple
 
+from app.engine.proposal_tally import ProposalTally
+from drafts.proposal_match import applicable_subtree
 from drafts.protocol import Generated, Propose
 from drafts.tree import DraftTree
 
@@ -37,6 +43,14 @@ class Taken(NamedTuple):
     part: Generated  # its activations: one row per committed token
 
 
+class Sent(NamedTuple):
+    """A proposal sent: its root's session index, its tree, and when (perf_counter seconds)."""
+
+    base: int
+    tree: DraftTree
+    at: float
+
+
 class Proposer:
     """See the module docstring. Lives on the event loop; drafting runs on the draft's worker."""
 
@@ -49,25 +63,46 @@ class Proposer:
         self.stale = True  # the newest root has no proposal yet
         self.lost_step = False  # a part did not follow the one before: no more proposals (the draft catches up later)
         self.task: asyncio.Task[None] | None = None
-        self.proposals = 0  # Propose messages sent
-        self.nodes = 0  # drafted nodes in them
+        self.start = base  # session index of known[0]
+        self.known = [root]  # the session's tokens from the stream's first root on, as the parts told them
+        self.sent: deque[Sent] = deque(maxlen=8)  # the newest proposals sent, oldest first
+        self.part_at = time.perf_counter()  # when the last part came (the Generate's start at first)
+        self.tally = ProposalTally()
 
     def started(self, request_id: int) -> None:
         """The Generate got its id (it is being sent): draft below the stream's first root."""
         self.request_id = request_id
         self.kick()
 
-    def took(self, part: Generated) -> None:
-        """A part arrived: the draft will take in its vectors and draft below its newest token."""
+    def took(self, part: Generated, seconds: float) -> None:
+        """A part arrived, ``seconds`` after the last: the draft takes in its vectors, drafts below its newest token."""
         tokens = part.tokens.tolist()
         if not tokens or self.lost_step:
             return
+        self._count(part, len(tokens), seconds)
         if part.committed != self.base + len(tokens):  # not one step after the last: nothing more to follow
             self.lost_step = True
             return
         self.waiting.append(Taken(self.base, [self.root, *tokens[:-1]], part))
         self.base, self.root = part.committed, tokens[-1]
+        self.known += tokens
         self.kick()
+
+    def _count(self, part: Generated, n: int, seconds: float) -> None:
+        """Into the tally: the part's step, with the lag and applied nodes of the proposal it (at most) had.
+
+        The step began as the server sent the part before, half a round trip before it came here;
+        a proposal reaches the server half a round trip after it is sent: so the step had at most
+        the newest proposal sent a round trip before the last part came."""
+        rtt = self.g.pacer.rtt_s or 0.0
+        cutoff, self.part_at = self.part_at - rtt, time.perf_counter()
+        held = next((sent for sent in reversed(self.sent) if sent.at <= cutoff), None)
+        c = part.committed - n  # the step's root
+        if held is None or not self.start <= c < self.start + len(self.known):
+            self.tally.step(seconds, part.drafted, None, 0)
+            return
+        kept = applicable_subtree(held.tree, held.base, self.known[: c - self.start + 1], self.start, held.tree.size)
+        self.tally.step(seconds, part.drafted, c - held.base, 0 if kept is None else kept.size)
 
     def kick(self) -> None:
         self.stale = True
@@ -99,8 +134,20 @@ class Proposer:
             started = time.perf_counter()
             tree = await self.g.work(self._draft, waiting, base, root)
             self.g.progress.drafted(time.perf_counter() - started)
-            if tree is not None and self.live and not self.lost_step:
+            self.tally.drafted(time.perf_counter() - started)
+            if tree is None or not self.live or self.lost_step:
+                continue
+            if self._applies(base, tree):
                 await self._propose(base, tree)
+            else:  # a part that came meanwhile spelled another future: the next draft starts at once
+                self.tally.skipped()
+
+    def _applies(self, base: int, tree: DraftTree) -> bool:
+        """Whether some of ``tree`` still applies below the newest token known (the server's rule)."""
+        if self.base == base:
+            return True
+        known = self.known[base - self.start :]
+        return applicable_subtree(tree, base, known, base, tree.size) is not None
 
     # -- on the draft's worker -------------------------------------------------------------------
     def _draft(self, waiting: list[Taken], base: int, root: int) -> DraftTree | None:
@@ -112,11 +159,12 @@ class Proposer:
         room = min(caps.max_context - base - 1, caps.max_tree_nodes)  # nodes that fit below the root
         if room < 1:
             return None
-        shape = self.g.shape
+        shape, lead = self.g.shape, self.g.config.stream_lead
         if shape.is_tree:
-            return self.g.drafter.tree(root, dataclasses.replace(shape, tree_total=min(shape.tree_total, room)))
+            depth, total = shape.tree_depth + lead, min(shape.tree_total + lead, room)
+            return self.g.drafter.tree(root, dataclasses.replace(shape, tree_depth=depth, tree_total=total))
         chain = self.g.start_chain(root)
-        chain.grow(min(shape.gamma or self.g.pacer.gamma_max, room))
+        chain.grow(min((shape.gamma or self.g.pacer.gamma_max) + lead, room))
         return DraftTree.chain(chain.tokens, None, chain.sparse_q(len(chain.tokens)))
 
     def _take_in(self, waiting: list[Taken]) -> None:
@@ -132,6 +180,6 @@ class Proposer:
         if link is None or self.request_id is None or not tree.size:
             return
         await link.tell(Propose.of(self.request_id, base, tree))
-        self.proposals += 1
-        self.nodes += tree.size
+        self.sent.append(Sent(base, tree, time.perf_counter()))
+        self.tally.sent(tree.size, self.base - base)
         self.g.transcript.counts.drafted += max(tree.depths)  # drafted depth sent (the figures' acceptance)

@@ -90,6 +90,7 @@ class StreamGeneration:
             return
         g.drafted_shape = f"stream {g.shape.describe()}"
         proposer = self.proposer = Proposer(g, len(t.context) - 1, t.root)
+        g.progress.proposals = proposer.tally
         stops = torch.tensor(sorted(g.draft.stop_ids), dtype=torch.int64)
         request = Generate(0, t.root, left, stops, g.sampling, propose=True)
         self.step_at = time.perf_counter()
@@ -117,14 +118,14 @@ class StreamGeneration:
         tokens = part.tokens.tolist()
         if not tokens:
             return  # a done part with nothing new (a cancel's)
-        now = time.perf_counter()
-        self.g.progress.verified(0, part.drafted, now - self.step_at)  # one server step
+        now, seconds = time.perf_counter(), time.perf_counter() - self.step_at
+        self.g.progress.verified(0, part.drafted, seconds)  # one server step
         self.step_at = now
         loop = asyncio.get_running_loop()
         job = self.g.scribe.post(self._show, tokens, part.drafted)
         job.add_done_callback(lambda _: _call_soon(loop, self._shown))
         assert self.proposer is not None
-        self.proposer.took(part)
+        self.proposer.took(part, seconds)
 
     def _show(self, tokens: list[int], drafted: int) -> None:
         """On the text thread: the part's tokens, unless a stop ended the output already."""

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.bench.chats import BenchChat
-from app.bench.remote import RemoteBenchConfig, run_remote_benchmark
+from app.bench.remote import RemoteBenchConfig, draft_kind, is_stream, run_remote_benchmark, stream_lead
 from drafts.data.conversations import Turn
+from drafts.errors import ConfigError
 from drafts.sampling import SamplingConfig
 from drafts.target.chat import format_chat
 from tests.app.engine.chat_scenario import CLIENT, SERVER, TOKENIZER, chat_draft
@@ -78,3 +81,13 @@ def test_at_a_temperature_it_reports_acceptance_and_link_losses_with_and_without
         row = result["links"]["lan"][method]
         assert row["identical_to_ar"] is None and row["new_tokens"] == 16 and row["link_losses"] == 0
         assert 0.0 <= row["acceptance_rate"] <= 1.0
+
+
+def test_a_stream_method_takes_its_proposals_lead_after_a_plus_and_no_other_method_does() -> None:
+    config = RemoteBenchConfig(links=("lan",), methods=("moa-stream+0", "moa-stream", "api"))
+    assert config.draft_methods == ("moa-stream+0", "moa-stream")
+    assert draft_kind("moa-stream+0") == "moa" and is_stream("moa-stream+0")
+    assert stream_lead("moa-stream+3") == 3 and stream_lead("moa-stream") is None
+    for wrong in ("moa+2", "moa-stream+x"):
+        with pytest.raises(ConfigError, match="only a stream method takes a lead"):
+            RemoteBenchConfig(links=("lan",), methods=(wrong,))

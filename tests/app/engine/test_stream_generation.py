@@ -119,6 +119,24 @@ def test_a_perfect_draft_gets_its_proposals_accepted_and_they_are_marked_as_draf
     assert stats.verify_rounds < 0.75 * stats.new_tokens  # tau > 4/3 even on a busy core (~3 on a quiet one)
     assert stats.round_trips == 2  # the prompt (with the first token), then one Generate for the rest
     assert recording.of(StatsUpdated)[-1].shape == "stream chain 8"
+    proposals = stats.proposals  # the proposer's figures: one step per part (the start's Verify is no part)
+    assert proposals is not None and proposals.accepted == stats.accepted
+    assert stats.verify_rounds - 1 <= proposals.steps < stats.verify_rounds
+    assert proposals.proposals > 0 and proposals.steps_applied > 0 and proposals.nodes_sent >= 8 * proposals.proposals
+
+
+def test_proposals_drafted_with_a_lead_stream_the_same_output_and_are_that_much_deeper() -> None:
+    with (
+        paced_server() as server,
+        ShaperThread(upstream_port=server.port, profile=preset("4g")) as link,
+        EngineThread(stream_config(link.port, stream_lead=3), client_draft("moa")) as engine,
+    ):
+        finished = engine.generate(PROMPT, DecodeConfig(max_new_tokens=LONG, shape=DraftShape(gamma=2)))
+
+    assert list(finished.tokens) == reference(LONG)
+    proposals = finished.stats.proposals
+    assert proposals is not None and proposals.proposals > 0
+    assert proposals.nodes_sent == 5 * proposals.proposals  # a chain of 2 + 3
 
 
 def test_tree_proposals_stream_the_same_output() -> None:

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Session 10 (H3): speculative streaming's proposals, the lead (EngineConfig.stream_lead) against none.
+# moa-bench --remote, SmolLM2-135M on a CPU moa-server behind the link shaper, the shipped MoA draft on the
+# client, 3 prompts x 64 tokens at T = 0, methods interleaved per prompt: "moa-stream+0" (proposals as deep as
+# the shape, as session 9's proposer), "moa-stream" (the engine's default lead), API streaming. Server and
+# client both on core 0 (one thread each), which other helpers' jobs shared: compare within one file, as ratios.
+# Every file records each stream's proposal figures ("proposals": lag, applied share, accepted per step,
+# draft ms against step ms; app.engine.proposal_tally). proposals_table.py *.json prints the README's table.
+#   SHAPES="chain4 4,4,16" DATASETS="humaneval sharegpt-heldout" .../run.sh
+# SERVER_CPUS=1 NAME=split: moa-server on CPU 1 (`--server-cpus`), files split-*.json.
+set -euo pipefail
+cd "$(dirname "$0")/../../../../.."  # the repository root
+export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1
+unset OMP_WAIT_POLICY
+R=drafts/bench/results/2026-12-02-s10/proposals
+M=${METHODS:-"moa-stream+0,moa-stream,api"}
+A="--threads 1 --cut-tokens 0 --no-gguf --link lan,4g --method $M --limit 3 --max-new-tokens 64"
+SHAPES=${SHAPES:-"chain4 4,4,16"}
+DATASETS=${DATASETS:-"humaneval sharegpt-heldout"}
+for shape in $SHAPES; do
+  case $shape in
+    chain*) flags="--chain ${shape#chain}"; tag=$shape ;;
+    *) flags="--tree $shape --server-max-tree ${shape##*,}"; tag=tree${shape//,/-} ;;
+  esac
+  for d in $DATASETS; do
+    name=${NAME:-lead}-$d-$tag
+    [ -e "$R/$name.json" ] && continue
+    taskset -c 0 python3 -m app.bench $A ${SERVER_CPUS:+--server-cpus $SERVER_CPUS} --dataset "$d" $flags --json "$R/$name.json" 2>&1 | tee "$R/$name.log"
+  done
+done
