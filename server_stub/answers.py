@@ -30,6 +30,7 @@ from drafts.protocol import (
 )
 from server_stub.backend.base import VerifyJob
 from server_stub.cancels import CancelToken
+from server_stub.errors import InvalidRequestError
 from server_stub.generation import SendPart, stream_generation
 from server_stub.payloads import to_wire
 from server_stub.proposals import ProposalBox
@@ -53,6 +54,11 @@ async def reply_to(
     (and reads its proposals from ``box``, for a proposing one)."""
     session_id = record.session_id
     if isinstance(request, Generate):
+        if request.propose and not caps.propose:
+            raise InvalidRequestError(
+                "this server does not take proposals (started with --no-propose: Welcome.capabilities.propose is "
+                "false); send Generate with propose=False, or speculate in rounds with Verify"
+            )
         return await stream_generation(request, record, worker, send_part, caps, token, box)
     token.check(request.request_id)
     if isinstance(request, Prefill):

@@ -77,6 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--kv-memory-mb", type=int, default=None, help="KV budget, LRU evicted beyond (default: half the free memory)"
     )
     p.add_argument("--resume-grace", type=float, default=d.resume_grace, help="seconds a dropped session waits")
+    p.add_argument(
+        "--no-propose",
+        dest="propose",
+        action="store_false",
+        help="no speculative streaming: announce capabilities.propose false and refuse Generate(propose=True);"
+        " clients then speculate in rounds (Verify)",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 
@@ -107,6 +114,7 @@ def config_from(args: argparse.Namespace) -> ServerConfig:
         idle_timeout=args.idle_timeout,
         kv_memory_mb=args.kv_memory_mb,
         resume_grace=args.resume_grace,
+        propose=args.propose,
     )
 
 

@@ -13,6 +13,10 @@ server started with no flags must not exhaust its machine); each refusal names i
     --max-tree (by device)          drafted nodes per Verify: 64 on a CPU, 128 on an accelerator (tree_limit)
     --kv-memory-mb (derived)        every session's KV: half the target device's free memory
 
+--no-propose turns speculative streaming off (``Capabilities.propose`` false: clients use round-based
+speculation; a ``Generate(propose=True)`` is refused with BAD_FRAME, a Propose ignored), e.g. where the
+verifier's steps must stay plain ones.
+
 A "client" is a peer address: behind a reverse proxy every client shares one, so raise the
 per-client limits there. A token off loopback travels in clear without TLS, so it needs
 --certfile/--keyfile, or --allow-insecure-token said explicitly (e.g. behind a TLS proxy).
@@ -68,6 +72,8 @@ class ServerConfig:
     kv_memory_mb: int | None = None  # KV budget over all sessions (LRU evicted beyond); None = from free memory
     resume_grace: float = 60.0  # seconds a dropped client's session waits to be resumed
     max_batch: int = 16  # sessions verified in one forward pass
+    # what it serves beyond the round-based protocol
+    propose: bool = True  # speculative streaming (Capabilities.propose); off: Generate(propose=True) is refused
 
     def __post_init__(self) -> None:
         if (self.certfile is None) != (self.keyfile is None):

@@ -83,7 +83,7 @@ class VerifierServer:
                 payload=PAYLOAD,
                 batching=caps.batching,
                 device_kind=caps.device_kind,
-                propose=True,  # speculative streaming: Generate(propose=True) takes Propose messages
+                propose=self.config.propose,  # speculative streaming: Generate(propose=True) takes Propose messages
             ),
             slots=ConnectionSlots(self.config.max_connections, self.config.connections_per_client),
             queued=QueuedBytes(self.config.queued_bytes, self.config.queued_total_bytes()),

@@ -66,6 +66,11 @@ def test_flags_become_the_server_config(tmp_path: Path) -> None:
     assert (limits.max_context, limits.max_tree_nodes, limits.kv_memory_bytes) == (512, 16, 64 * 2**20)
 
 
+def test_speculative_streaming_is_on_unless_no_propose_is_given() -> None:
+    assert config_from(build_parser().parse_args([])).propose
+    assert not config_from(build_parser().parse_args(["--no-propose"])).propose
+
+
 def test_the_target_runs_packed_where_it_can_unless_dense_layers_are_asked_for() -> None:
     assert config_from(build_parser().parse_args([])).linear == "auto"
     assert config_from(build_parser().parse_args(["--linear", "dense"])).linear == "dense"

@@ -223,6 +223,28 @@ def test_a_propose_for_a_request_that_is_not_a_proposing_generate_is_ignored() -
     assert all(not p.drafted and not p.activations for p in [*parts, reply])  # type: ignore[attr-defined]
 
 
+def test_a_server_without_propose_says_so_and_refuses_a_proposing_generate_naming_the_flag() -> None:
+    target = reference(PROMPT, 4)
+
+    async def scenario() -> tuple[bool, object, object]:
+        async with serving(propose=False) as server:
+            client, welcome = await opened(server)
+            assert isinstance(await client.prefill(PROMPT[:-1]), Prefilled)
+            stops = torch.tensor([], dtype=torch.int64)
+            proposing = Generate(client.protocol.new_request_id(), PROMPT[-1], 4, stops, GREEDY, propose=True)
+            await client.send(proposing)
+            await client.send(Propose.of(proposing.request_id, ROOT_INDEX, DraftTree.chain(target)))
+            refused = await client.answer(proposing, [])
+            return welcome.capabilities.propose, refused, await client.generate(PROMPT[-1], 4)
+
+    announced, refused, (parts, plain) = run(scenario())  # type: ignore[misc]
+
+    assert not announced
+    assert isinstance(refused, Error) and refused.code is ErrorCode.BAD_FRAME and not refused.fatal
+    assert "--no-propose" in refused.message and "propose=False" in refused.message
+    assert _tokens(parts, plain) == target  # the session goes on: a plain Generate is served
+
+
 def _malformed(proposal: Propose) -> bytes:
     """``proposal``'s frame with its base a string."""
     frame = encode(proposal)

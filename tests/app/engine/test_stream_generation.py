@@ -6,7 +6,6 @@ is long enough to still be running: the tests that look for drafted tokens ask f
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections.abc import Sequence
@@ -73,17 +72,6 @@ class PacedBackend(TransformersBackend):
 def paced_server() -> ServerThread:
     server = proposing_server()
     server.backend = PacedBackend(SERVER_RUNNER, backend_config(server.config), moa_compressor())
-    return server
-
-
-def without_proposals(server: ServerThread) -> ServerThread:
-    """The running server announces what one older than speculative streaming does (Capabilities.propose False).
-
-    Its services are frozen and shared by every connection's handler: the Welcome reads them from there.
-    """
-    assert server.server is not None
-    services = server.server.services
-    object.__setattr__(services, "capabilities", dataclasses.replace(services.capabilities, propose=False))
     return server
 
 
@@ -184,8 +172,8 @@ def test_a_stop_string_ends_the_stream_there() -> None:
 
 def test_a_server_without_proposals_gets_rounds_and_the_same_output() -> None:
     with (
-        proposing_server() as server,
-        EngineThread(stream_config(without_proposals(server).port), client_draft("target")) as engine,
+        proposing_server(propose=False) as server,  # moa-server --no-propose: Capabilities.propose False
+        EngineThread(stream_config(server.port), client_draft("target")) as engine,
     ):
         recording = record(engine, DecodeConfig(max_new_tokens=NEW_TOKENS, shape=DraftShape(gamma=4)))
 
