@@ -4,9 +4,11 @@
               common prefix with this prompt: a chat's next turn), Prefill the rest of the prompt
               but its newest token, take the vectors into the draft; the newest token goes right
               behind them as a Verify of its own (no draft: the draft has not seen the prompt yet),
-              so the first token comes back on the prompt's round trip. A verifier that cannot be
-              reached starts the answer offline at once if something can write it, else the
-              generation fails at once (VerifierUnavailableError), not after a connect timeout.
+              so the first token comes back on the prompt's round trip, and is shown while the draft
+              still takes in the prompt (queued on its worker: :mod:`app.engine.intake`). A
+              verifier that cannot be reached starts the answer offline at once if something can
+              write it, else the generation fails at once (VerifierUnavailableError), not after a
+              connect timeout.
     online    :mod:`app.engine.online`: chains drafted ahead while the last one is verified, or
               EAGLE-2 trees, until a stop or a dead link
     offline   :mod:`app.engine.spell`: the link died: keep writing (:mod:`app.engine.offline`)
@@ -26,6 +28,7 @@ never taken back (only offline ones are replaced).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections.abc import Callable
@@ -35,8 +38,9 @@ from app.engine.client_draft import ClientDraft
 from app.engine.config import EngineConfig
 from app.engine.errors import LinkDownError, VerifierRefusedError, VerifierUnavailableError
 from app.engine.events import EngineEvent, Finished, StatsUpdated
+from app.engine.intake import Intake, Submit
 from app.engine.link import Reply, Request
-from app.engine.offline import DraftContinuation, OfflineContinuation, Work
+from app.engine.offline import DraftContinuation, OfflineContinuation
 from app.engine.online import online
 from app.engine.pacing import Pacer
 from app.engine.progress import Progress
@@ -69,7 +73,7 @@ class Generation:
         draft: ClientDraft,
         session: VerifierSession,
         gguf: OfflineContinuation | None,
-        work: Work,
+        work: Submit,
         text: Executor,
         emit: Callable[[EngineEvent], None],
     ) -> None:
@@ -87,9 +91,11 @@ class Generation:
         self.held = False  # the verifier holds this prompt's history
         self.drafted_shape = ""  # the shape online rounds drafted (StatsUpdated.shape)
         self.deferred: list[tuple[int, list[int], Prefilled]] = []  # replayed vectors, taken in after a spell
+        self.intake = Intake(work, self._take_prefilled)  # the prompt's vectors, queued for the draft
 
     async def run(self) -> Finished:
         t = self.transcript
+        await self.settled()  # a stream's start (StreamGeneration) may leave the intake running
         while t.stop is None:
             try:
                 if not self.held:
@@ -107,6 +113,7 @@ class Generation:
     def finish(self, stop: StopReason | None = None) -> Finished:
         """The Finished event (emitted, after a last StatsUpdated); ``stop`` overrides (CANCELLED)."""
         self.scribe.settle()  # a cancelled round's text is in: the events and the answer agree
+        self.intake.drop()  # a cancel during a stream's intake: nothing waits for the draft
         if stop is not None:
             self.transcript.stop = stop
         self.emit(self.stats())
@@ -119,25 +126,45 @@ class Generation:
         return dataclasses.replace(self.progress.stats(self.pacer.rtt_s), shape=self.drafted_shape)
 
     # -- start -----------------------------------------------------------------------------------
-    async def start(self) -> None:
-        """The verifier and the draft keep their common prefix with the prompt and take in the rest."""
+    async def start(self, settle: bool = True) -> None:
+        """The verifier and the draft keep their common prefix with the prompt and take in the rest; the
+        first token is shown before the draft has taken in the prompt (:mod:`app.engine.intake`).
+        ``settle`` False: the intake may still run when this returns (a stream's Generate goes out
+        meanwhile); ``run()`` and the offline spell settle it before they read the draft's state."""
         history = self.transcript.history
-        await self.work(self._cut_back, common_prefix(self.drafter.history, history))
+        await self.work(self._cut_back, history)
         if not self.session.up:
             await self._connect()
         first = self._first_verify()
         started = time.perf_counter()
         try:
-            reply = await self.session.start(history, self.take_prefilled, self.drafter.observed, first)
+            reply = await self._hold_prompt(history, first)
+            self.held = True
+            if reply is not None:
+                await self._first_round(reply, time.perf_counter() - started)
+        except asyncio.CancelledError:
+            self.intake.drop()
+            raise
+        except BaseException:
+            await self.settled()  # whoever handles the error (an offline spell) reads the draft's state
+            raise
+        if settle:
+            await self.settled()
+        self.offline.follow(self.transcript.context)
+
+    async def _hold_prompt(self, history: list[int], first: Verify | None) -> Reply | None:
+        """The session holds ``history``, its Prefilled vectors queued for the draft; ``first``'s reply."""
+        try:
+            return await self.session.start(history, self.intake.take, self.drafter.observed, first)
         except VerifierRefusedError as exc:
             if exc.code is not ErrorCode.SESSION_UNKNOWN:
                 raise
-            await self.session.replay(history, self.take_prefilled)
-            reply = None
-        self.held = True
-        if reply is not None:
-            await self._first_round(reply, time.perf_counter() - started)
-        self.offline.follow(self.transcript.context)
+            await self.session.replay(history, self.intake.take)
+            return None
+
+    async def settled(self) -> None:
+        """The draft has taken in everything queued for it (its state may be read on the loop)."""
+        await self.intake.settle()
 
     def _first_verify(self) -> Verify | None:
         """The root alone, to ride behind the prompt's Prefill: the first token comes with the prompt's
@@ -150,12 +177,13 @@ class Generation:
         return Verify.of(0, t.root, DraftTree.chain([], None, None), self.sampling)
 
     async def _first_round(self, reply: Reply, seconds: float) -> None:
-        """The target's token after the root, verified with the prompt: shown, and taken in by the draft."""
+        """The target's token after the root, verified with the prompt: shown, and queued for the draft
+        behind the prompt's vectors."""
         assert isinstance(reply, Verified)
         t, root = self.transcript, self.transcript.root
         self.progress.verified(0, 0, seconds)  # a target forward, though no round trip of its own
         await self.scribe.run(t.confirm_round, [], [], reply.next_token)
-        await self.work(self.take_round, [root], reply)
+        self.intake.after(self.take_round, [root], reply)
 
     async def _connect(self) -> None:
         """One attempt at the verifier. Unreachable: the answer starts offline (LinkDownError) if
@@ -175,10 +203,11 @@ class Generation:
                 "check the URL, or give an offline model (--offline-model)"
             ) from exc
 
-    def _cut_back(self, keep: int) -> None:
-        """On the worker: the draft keeps ``keep`` observed tokens (one that cannot cut back starts afresh)."""
+    def _cut_back(self, history: list[int]) -> None:
+        """On the worker: the draft keeps its common prefix with ``history`` (one that cannot cut back starts
+        afresh); read there, behind anything still queued for the draft."""
         try:
-            self.drafter.truncate(min(keep, self.drafter.observed))
+            self.drafter.truncate(min(common_prefix(self.drafter.history, history), self.drafter.observed))
         except (NotImplementedError, AttributeError):
             self.drafter.begin([])
 

@@ -166,9 +166,11 @@ class RemoteEngine:
         assert finished is not None
         return finished
 
-    async def work(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` on the draft's worker thread (never on the event loop that owns the socket)."""
-        return await asyncio.get_running_loop().run_in_executor(self._worker, functools.partial(fn, *args))
+    def work(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """``fn(*args)`` on the draft's worker thread (never on the event loop that owns the socket); await
+        the future for its result. Submitted at once, so jobs run in the order they were asked for, awaited
+        or not (:mod:`app.engine.intake` queues the prompt's vectors without waiting)."""
+        return asyncio.get_running_loop().run_in_executor(self._worker, functools.partial(fn, *args))
 
     async def _produce(self, prompt: list[int], decode: DecodeConfig, put: Callable[[Any], None]) -> None:
         async with self._busy:

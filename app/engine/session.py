@@ -148,9 +148,11 @@ class VerifierSession:
         then: Request | None = None,
     ) -> Reply | None:
         """Append ``tokens`` in chunks, PREFILL_PIPELINE of them in flight (see the module docstring);
-        each chunk and its reply go to ``take``, in order. ``behind``: a request sent just before (a
-        Rewind), answered first: the chunks ride on its round trip. ``then``: a request sent right
-        behind the last chunk, on the same round trip; returns its reply (None without one)."""
+        each chunk and its reply go to ``take``, in order (awaited: a ``take`` that only queues the
+        chunk for the draft, :mod:`app.engine.intake`, lets the reply of ``then`` through at once).
+        ``behind``: a request sent just before (a Rewind), answered first: the chunks ride on its round
+        trip. ``then``: a request sent right behind the last chunk, on the same round trip; returns its
+        reply (None without one)."""
         in_flight: deque[tuple[list[int], asyncio.Future[Reply]]] = deque()
         last: asyncio.Future[Reply] | None = None
         try:

@@ -30,6 +30,7 @@ async def offline_spell(g: Generation, reason: str) -> bool:
     t, config = g.transcript, g.config
     lost_at = time.perf_counter()
     g.emit(LinkLost(reason, g.offline.name))
+    await g.settled()  # a stream's start may leave the prompt's intake running: the draft's state is read next
     reconnect = asyncio.create_task(g.session.reconnect(t.history, g.defer, g.drafter.observed))
     try:
         held = await g.offline.begin(t.context + t.offline)

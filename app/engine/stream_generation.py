@@ -55,7 +55,7 @@ class StreamGeneration:
         g = self.g
         try:
             if not g.held:
-                await g.start()
+                await g.start(settle=False)  # the Generate goes out while the draft takes in the prompt
             if self._can_stream():
                 await self._stream()
         except LinkDownError as exc:  # the round-based generation takes the rest: offline, then repair
