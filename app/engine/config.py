@@ -81,9 +81,10 @@ class EngineConfig:
     # In a stream the server takes a step or more before a proposal reaches it (the part's way here,
     # the draft, the proposal's way there), and a proposal applies only if it spelled those tokens
     # (drafts.proposal_match): its chain (a tree: its depth and node count) is this many tokens
-    # longer than the shape's, so that more is left below them. 2: humaneval chain 4, tau 1.19
-    # against 1.16 without (s10 proposals/README.md); a proposal is one step (1.2 tokens) late.
-    stream_lead: int = 2
+    # longer than the shape's, so that more is left below them. 0: with the shipped draft a lead of 2
+    # gave chain 4 tau 1.19 against 1.16 and tree 4,4,16 nothing, for 10-85 % more draft time
+    # (s10 proposals/README.md): most proposals are one step late and fail at its token, not deeper.
+    stream_lead: int = 0
     client_name: str = field(default="moa-chat/0.1.0")  # Hello.client, for the server's logs
 
     def __post_init__(self) -> None:
