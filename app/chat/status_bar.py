@@ -8,7 +8,7 @@ from textual.widgets import Static
 
 from app.chat.live_stats import LiveStats
 from app.engine.chat import EngineInfo
-from app.engine.events import LinkState
+from app.engine.events import LinkState, StatsUpdated
 
 BADGES: dict[LinkState, tuple[str, str]] = {
     LinkState.CONNECTING: ("… connecting", "$text-warning"),
@@ -23,6 +23,14 @@ SEPARATOR = (" │ ", "dim")
 
 def _figure(value: float | None, template: str) -> str:
     return "–" if value is None else template.format(value)
+
+
+def _acceptance(latest: StatsUpdated | None) -> list[tuple[str, str] | str]:
+    """Accepted drafts: of those sent for verification (rounds), or, when none was sent (a speculative
+    stream: the server applies the proposals itself), the share of the answer the draft wrote."""
+    if latest is not None and latest.drafted_share > 0 and not latest.acceptance_by_depth:
+        return ["  drafted ", _figure(latest.drafted_share * 100, "{:.0f}%")]
+    return ["  acc ", _figure(latest.acceptance_rate * 100 if latest else None, "{:.0f}%")]
 
 
 def status_content(info: EngineInfo, stats: LiveStats, preset: str | None = None) -> Content:
@@ -43,8 +51,7 @@ def status_content(info: EngineInfo, stats: LiveStats, preset: str | None = None
         SEPARATOR,
         "τ ",
         (_figure(latest.tau if latest else None, "{:.2f}"), "bold"),
-        "  acc ",
-        _figure(latest.acceptance_rate * 100 if latest else None, "{:.0f}%"),
+        *_acceptance(latest),
         *([(f" · {latest.shape}", "dim")] if latest and latest.shape else []),
         SEPARATOR,
         (_figure(stats.tokens_per_s_now, "{:.1f}"), "bold"),

@@ -169,6 +169,7 @@ class StatsUpdated:
     new_tokens: int
     offline_tokens: int  # shown as OFFLINE so far
     shape: str = ""  # the draft shape of the verified rounds ("tree 4,4,16", "chain 4"); "" before the first
+    drafted_share: float = 0.0  # confirmed tokens the draft wrote (accepted drafts) / new tokens
 
 
 @dataclass(frozen=True)

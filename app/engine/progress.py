@@ -78,6 +78,7 @@ class Progress:
             verify_ms=1e3 * self.verify_s / rounds,
             new_tokens=new,
             offline_tokens=counts.offline,
+            drafted_share=counts.accepted / per_token,
         )
 
     def totals(self, rtt_s: float | None) -> GenerationStats:

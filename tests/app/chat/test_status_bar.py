@@ -59,3 +59,9 @@ def test_the_mode_says_stream_when_the_engine_streams_speculatively() -> None:
     live = LiveStats(link=LinkState.ONLINE)
     assert status_content(replace(INFO, stream=True), live).plain.startswith("demo stream moa→")
     assert "stream" not in status_content(INFO, live).plain
+
+
+def test_a_stream_shows_the_share_the_draft_wrote_where_rounds_show_acceptance() -> None:
+    streamed = replace(STATS, acceptance_rate=0.0, acceptance_by_depth=(), drafted_share=0.22)
+    assert "drafted 22%" in line(streamed) and "acc" not in line(streamed)
+    assert "acc 25%" in line(replace(STATS, drafted_share=0.22))  # rounds verified: their acceptance

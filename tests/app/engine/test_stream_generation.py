@@ -106,7 +106,8 @@ def test_a_perfect_draft_gets_its_proposals_accepted_and_they_are_marked_as_draf
     assert len(drafted) == stats.accepted > 0  # drafted here, accepted by the server, shown as such
     assert stats.verify_rounds < 0.75 * stats.new_tokens  # tau > 4/3 even on a busy core (~3 on a quiet one)
     assert stats.round_trips == 2  # the prompt (with the first token), then one Generate for the rest
-    assert recording.of(StatsUpdated)[-1].shape == "stream chain 8"
+    last = recording.of(StatsUpdated)[-1]
+    assert last.shape == "stream chain 8" and last.drafted_share == stats.accepted / stats.new_tokens
     proposals = stats.proposals  # the proposer's figures: one step per part (the start's Verify is no part)
     assert proposals is not None and proposals.accepted == stats.accepted
     assert stats.verify_rounds - 1 <= proposals.steps < stats.verify_rounds
