@@ -73,8 +73,10 @@ one serves step after step (each step keeps only nodes no earlier step looked at
 :mod:`drafts.proposal_match`.
 Each step is one ``Generated`` part: its first ``drafted`` tokens are accepted draft tokens, the
 rest the target's; ``activations`` hold the rows of the tokens the step committed (as Verified).
-``Welcome.capabilities.propose`` says the server takes proposals. At T = 0 the tokens are those
-of a plain Generate whatever the proposals are.
+``Welcome.capabilities.propose`` says the server takes proposals; a server started without them
+(``moa-server --no-propose``) refuses ``Generate(propose=True)`` with BAD_FRAME (and ignores a
+Propose), so a client reads the capability first. At T = 0 the tokens are those of a plain
+Generate whatever the proposals are.
 
 Messages check their own invariants (tensor dtypes and shapes, ranges) at construction and raise
 :class:`~drafts.errors.MalformedFrameError`, so a bad message is refused the same way whether it
