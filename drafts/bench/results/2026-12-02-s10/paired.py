@@ -22,15 +22,17 @@ def bootstrap(diffs: list[float], draws: int = 10000, seed: int = 0) -> tuple[fl
 
 
 def main() -> None:
-    result = json.load(open(sys.argv[1]))
+    with open(sys.argv[1]) as f:
+        result = json.load(f)
     for pair in sys.argv[2:]:
         old, new = pair.split(":")
         a, b = per_prompt_tau(result, old), per_prompt_tau(result, new)
-        diffs = [y - x for x, y in zip(a, b)]
+        diffs = [y - x for x, y in zip(a, b, strict=True)]
         lo, hi = bootstrap(diffs)
         better = sum(d > 0 for d in diffs)
         taus = f"{old} {result['methods'][old]['tau']:.3f}, {new} {result['methods'][new]['tau']:.3f}"
-        print(f"{taus}: per prompt {sum(diffs) / len(diffs):+.3f} [{lo:+.3f}, {hi:+.3f}], better on {better}/{len(diffs)}")
+        mean = sum(diffs) / len(diffs)
+        print(f"{taus}: per prompt {mean:+.3f} [{lo:+.3f}, {hi:+.3f}], better on {better}/{len(diffs)}")
 
 
 if __name__ == "__main__":
