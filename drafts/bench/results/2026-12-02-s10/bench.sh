@@ -4,6 +4,7 @@
 # interleaved per prompt against ar in one run (T=0, sharegpt-heldout): chain 4 on 30 prompts (decides
 # shipping, with paired.py), then the tree sized for a GPU verifier (the issue's goal shape) on 8.
 # One thread, pinned to one core:  taskset -c 1 drafts/bench/results/2026-12-02-s10/bench.sh
+# PART=chain or PART=tree runs one half (the session ran them side by side, one per core).
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."  # the repository root
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1
@@ -13,9 +14,13 @@ L=${LIMIT:-30}
 T=${TREE_LIMIT:-8}
 NEW="--checkpoint moa-s10=runs/s10-moa --checkpoint eagle-s10=runs/s10-eagle"
 M=ar,moa,moa-s10,eagle,eagle-s10
+if [ "${PART:-chain}" = chain ]; then  # PART unset: both halves
 moa-bench --threads 1 $NEW --method $M --dataset sharegpt-heldout --temperature 0 \
   --limit $L --max-new-tokens 96 --chain 4 --json $R/shipped-vs-s10-sharegpt-t0-chain4-${L}x96.json
 python3 $R/paired.py $R/shipped-vs-s10-sharegpt-t0-chain4-${L}x96.json moa:moa-s10 eagle:eagle-s10
+fi
+if [ "${PART:-tree}" = tree ]; then
 moa-bench --threads 1 $NEW --method $M --dataset sharegpt-heldout --temperature 0 \
   --limit $T --max-new-tokens 96 --tree 6,10,60 --json $R/shipped-vs-s10-sharegpt-t0-tree6-10-60-${T}x96.json
 python3 $R/paired.py $R/shipped-vs-s10-sharegpt-t0-tree6-10-60-${T}x96.json moa:moa-s10 eagle:eagle-s10 moa-s10:eagle-s10
+fi
