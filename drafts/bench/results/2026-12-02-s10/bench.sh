@@ -12,15 +12,16 @@ unset OMP_WAIT_POLICY
 R=drafts/bench/results/2026-12-02-s10
 L=${LIMIT:-30}
 T=${TREE_LIMIT:-8}
-NEW="--checkpoint moa-s10=runs/s10-moa --checkpoint eagle-s10=runs/s10-eagle"
-M=ar,moa,moa-s10,eagle,eagle-s10
+V=${RUN:-s10}  # RUN=s11: the checkpoints of next_training.sh (runs/s11-*)
+NEW="--checkpoint moa-$V=runs/$V-moa --checkpoint eagle-$V=runs/$V-eagle"
+M=ar,moa,moa-$V,eagle,eagle-$V
 if [ "${PART:-chain}" = chain ]; then  # PART unset: both halves
 moa-bench --threads 1 $NEW --method $M --dataset sharegpt-heldout --temperature 0 \
-  --limit $L --max-new-tokens 96 --chain 4 --json $R/shipped-vs-s10-sharegpt-t0-chain4-${L}x96.json
-python3 $R/paired.py $R/shipped-vs-s10-sharegpt-t0-chain4-${L}x96.json moa:moa-s10 eagle:eagle-s10
+  --limit $L --max-new-tokens 96 --chain 4 --json $R/shipped-vs-$V-sharegpt-t0-chain4-${L}x96.json
+python3 $R/paired.py $R/shipped-vs-$V-sharegpt-t0-chain4-${L}x96.json moa:moa-$V eagle:eagle-$V
 fi
 if [ "${PART:-tree}" = tree ]; then
 moa-bench --threads 1 $NEW --method $M --dataset sharegpt-heldout --temperature 0 \
-  --limit $T --max-new-tokens 96 --tree 6,10,60 --json $R/shipped-vs-s10-sharegpt-t0-tree6-10-60-${T}x96.json
-python3 $R/paired.py $R/shipped-vs-s10-sharegpt-t0-tree6-10-60-${T}x96.json moa:moa-s10 eagle:eagle-s10 moa-s10:eagle-s10
+  --limit $T --max-new-tokens 96 --tree 6,10,60 --json $R/shipped-vs-$V-sharegpt-t0-tree6-10-60-${T}x96.json
+python3 $R/paired.py $R/shipped-vs-$V-sharegpt-t0-tree6-10-60-${T}x96.json moa:moa-$V eagle:eagle-$V moa-$V:eagle-$V
 fi
