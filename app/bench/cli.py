@@ -23,7 +23,8 @@ from typing import Any
 import torch
 
 from app.bench.chats import load_chats
-from app.bench.remote import RemoteBenchConfig, draft_kind, run_remote_benchmark
+from app.bench.methods import draft_kind
+from app.bench.remote import RemoteBenchConfig, run_remote_benchmark
 from app.engine.client_draft import ClientDraft
 from drafts.bench.environment import run_environment
 from drafts.bench.report import write_json

@@ -35,9 +35,20 @@ from pathlib import Path
 from typing import Any
 
 from app.bench.chats import BenchChat
+from app.bench.methods import (
+    API,
+    DRAFT_METHODS,
+    GGUF,
+    check_method,
+    draft_kind,
+    engine_config,
+    is_stream,
+    q_top_k,
+    with_lead,
+)
 from app.bench.turns import References, TurnTotals, play_chat, turn_rows
 from app.engine.client_draft import ClientDraft
-from app.engine.config import GAMMA_MAX, EngineConfig, LinkConfig
+from app.engine.config import GAMMA_MAX
 from app.engine.draftless import Draftless
 from app.engine.events import Finished, GenerationStats, LinkLost, TokenGenerated
 from app.engine.proposal_tally import ProposalStats
@@ -48,36 +59,9 @@ from drafts.decoding.events import TokenSource
 from drafts.drafters.base import DraftShape
 from drafts.errors import ConfigError
 from drafts.net import ShaperThread, preset
-from drafts.neural.kinds import KIND_NAMES
 from drafts.sampling import SamplingConfig
 from drafts.target.chat import common_prefix
 from drafts.target.runner import TargetRunner
-
-DRAFT_METHODS = KIND_NAMES  # every declared kind (drafts.neural.kinds)
-API = "api"  # API streaming: the server decodes alone (no draft here)
-GGUF = "gguf"  # the disconnection study's extra row: the MoA engine continuing offline with a GGUF model
-NO_Q = ":noq"  # a draft method with this suffix sends no q at T > 0 (EngineConfig.q_top_k = 0)
-STREAM = "-stream"  # a draft kind with this suffix streams speculatively (EngineConfig.stream)
-LEAD = "+"  # a stream method, then "+N": its proposals N tokens deeper (EngineConfig.stream_lead)
-
-
-def draft_kind(method: str) -> str:
-    """The draft kind of a method name ("moa:noq" -> "moa", "moa-stream" -> "moa", "moa-stream+2" -> "moa")."""
-    return _plain(method).removesuffix(NO_Q).removesuffix(STREAM)
-
-
-def is_stream(method: str) -> bool:
-    return _plain(method).removesuffix(NO_Q).endswith(STREAM)
-
-
-def stream_lead(method: str) -> int | None:
-    """N of a method "...-stream+N" (None: the engine's default lead)."""
-    _, sep, lead = method.partition(LEAD)
-    return int(lead) if sep and lead.isdigit() else None
-
-
-def _plain(method: str) -> str:
-    return method.partition(LEAD)[0]
 
 
 @dataclass(frozen=True)
@@ -100,12 +84,7 @@ class RemoteBenchConfig:
         for link in (*self.links, self.cut_link):
             preset(link)  # raises with the list of presets
         for m in self.methods:
-            if draft_kind(m) not in DRAFT_METHODS and m != API:
-                known = ", ".join((*DRAFT_METHODS, API)) + f" (a draft kind may end in {STREAM!r}: speculative "
-                known += f"streaming, then {LEAD!r}N: proposals N tokens deeper, and in {NO_Q!r}: no q at T > 0)"
-                raise ConfigError(f"unknown remote method {m!r}; choose from {known}")
-            if LEAD in m and (not is_stream(m) or stream_lead(m) is None):
-                raise ConfigError(f"{m!r}: only a stream method takes a lead, as a whole number (e.g. moa-stream+2)")
+            check_method(m)
         if self.max_new_tokens < 1 or self.cut_after < 1 or self.cut_tokens < 0 or self.cut_ms <= 0:
             raise ConfigError("need max_new_tokens >= 1, cut_after >= 1, cut_tokens >= 0 and cut_ms > 0")
         if self.turns < 0 or (self.chain is not None and self.chain < 1):
@@ -232,8 +211,9 @@ def _run_links(
     clients: dict[str, ClientDraft | Draftless] = {m: drafts[m] for m in config.draft_methods}
     if API in methods:
         clients[API] = Draftless.of(runner)
-    settings = {m: _engine_config(shaper.port, None, config.chain, _q_top_k(m, config), is_stream(m)) for m in methods}
-    engines = {m: EngineThread(_lead(settings[m], m), clients[m]).start() for m in methods}
+    port, chain = shaper.port, config.chain
+    settings = {m: engine_config(port, None, chain, q_top_k(m, config.q_top_k), is_stream(m)) for m in methods}
+    engines = {m: EngineThread(with_lead(settings[m], m), clients[m]).start() for m in methods}
     chat_references = References(runner, config.decode) if config.sampling.greedy else None
     try:
         for engine in engines.values():  # warm up: connect, first-call allocations
@@ -314,8 +294,8 @@ def _run_disconnect(
     for name, draft, offline_model in rows:
         totals: dict[str, Any] = {"offline_tokens": 0, "kept_after_repair": 0, "match_prefix_len": 0}
         totals["identical_to_ar"] = True
-        engine_config = _engine_config(shaper.port, offline_model, config.chain, stream=stream.get(name, False))
-        with EngineThread(engine_config, draft) as engine:
+        settings = engine_config(shaper.port, offline_model, config.chain, stream=stream.get(name, False))
+        with EngineThread(settings, draft) as engine:
             for prompt, reference in zip(prompts, references, strict=True):
                 engine.forget()
                 finished, offline = _generate_with_cut(engine, shaper, prompt, config)
@@ -380,26 +360,6 @@ class _Cut:
             self.timer.cancel()
             self.shaper.set_profile(preset(self.config.cut_link))
         time.sleep(0.05)  # the next generation starts on a live link
-
-
-def _engine_config(
-    port: int, offline_model: Path | None = None, chain: int | None = None, q_top_k: int = 32, stream: bool = False
-) -> EngineConfig:
-    link = LinkConfig(f"ws://127.0.0.1:{port}")
-    if chain is None:
-        return EngineConfig(link, offline_model=offline_model, q_top_k=q_top_k, stream=stream)
-    return EngineConfig(
-        link, gamma_min=chain, gamma_max=chain, offline_model=offline_model, q_top_k=q_top_k, stream=stream
-    )
-
-
-def _lead(engine: EngineConfig, method: str) -> EngineConfig:
-    lead = stream_lead(method)
-    return engine if lead is None else replace(engine, stream_lead=lead)
-
-
-def _q_top_k(method: str, config: RemoteBenchConfig) -> int:
-    return 0 if _plain(method).endswith(NO_Q) else config.q_top_k
 
 
 def _rotated(methods: list[str], i: int) -> list[str]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app.bench.chats import BenchChat
-from app.bench.remote import RemoteBenchConfig, draft_kind, is_stream, run_remote_benchmark, stream_lead
+from app.bench.methods import draft_kind, is_stream, stream_lead
+from app.bench.remote import RemoteBenchConfig, run_remote_benchmark
 from drafts.data.conversations import Turn
 from drafts.errors import ConfigError
 from drafts.sampling import SamplingConfig

@@ -1,0 +1,77 @@
+"""The remote benchmark's method names, and the engine settings each one means.
+
+    moa, eagle, independent   a draft kind (drafts.neural.kinds): round-based speculation
+    KIND:noq                  ... sending no q at T > 0 (EngineConfig.q_top_k = 0)
+    KIND-stream               speculative streaming (EngineConfig.stream)
+    KIND-stream+N             ... with proposals N tokens deeper (EngineConfig.stream_lead)
+    api                       API streaming: the server decodes alone (no draft here)
+    gguf                      the disconnection study's extra row: MoA continuing offline with a GGUF model
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from app.engine.config import EngineConfig, LinkConfig
+from drafts.errors import ConfigError
+from drafts.neural.kinds import KIND_NAMES
+
+DRAFT_METHODS = KIND_NAMES  # every declared kind (drafts.neural.kinds)
+API = "api"  # API streaming: the server decodes alone (no draft here)
+GGUF = "gguf"  # the disconnection study's extra row: the MoA engine continuing offline with a GGUF model
+NO_Q = ":noq"  # a draft method with this suffix sends no q at T > 0 (EngineConfig.q_top_k = 0)
+STREAM = "-stream"  # a draft kind with this suffix streams speculatively (EngineConfig.stream)
+LEAD = "+"  # a stream method, then "+N": its proposals N tokens deeper (EngineConfig.stream_lead)
+
+
+def check_method(method: str) -> None:
+    """Raise ConfigError naming the known methods unless ``method`` is one."""
+    if draft_kind(method) not in DRAFT_METHODS and method != API:
+        known = ", ".join((*DRAFT_METHODS, API)) + f" (a draft kind may end in {STREAM!r}: speculative "
+        known += f"streaming, then {LEAD!r}N: proposals N tokens deeper, and in {NO_Q!r}: no q at T > 0)"
+        raise ConfigError(f"unknown remote method {method!r}; choose from {known}")
+    if LEAD in method and (not is_stream(method) or stream_lead(method) is None):
+        raise ConfigError(f"{method!r}: only a stream method takes a lead, as a whole number (e.g. moa-stream+2)")
+
+
+def draft_kind(method: str) -> str:
+    """The draft kind of a method name ("moa:noq" -> "moa", "moa-stream" -> "moa", "moa-stream+2" -> "moa")."""
+    return _plain(method).removesuffix(NO_Q).removesuffix(STREAM)
+
+
+def is_stream(method: str) -> bool:
+    return _plain(method).removesuffix(NO_Q).endswith(STREAM)
+
+
+def stream_lead(method: str) -> int | None:
+    """N of a method "...-stream+N" (None: the engine's default lead)."""
+    _, sep, lead = method.partition(LEAD)
+    return int(lead) if sep and lead.isdigit() else None
+
+
+def q_top_k(method: str, default: int) -> int:
+    """The q entries a method sends per drafted token at T > 0 (none for "...:noq")."""
+    return 0 if _plain(method).endswith(NO_Q) else default
+
+
+def engine_config(
+    port: int, offline_model: Path | None = None, chain: int | None = None, q_top_k: int = 32, stream: bool = False
+) -> EngineConfig:
+    """The engine of one method, on the shaper at ``port``; ``chain`` fixes the chain length (else paced)."""
+    link = LinkConfig(f"ws://127.0.0.1:{port}")
+    if chain is None:
+        return EngineConfig(link, offline_model=offline_model, q_top_k=q_top_k, stream=stream)
+    return EngineConfig(
+        link, gamma_min=chain, gamma_max=chain, offline_model=offline_model, q_top_k=q_top_k, stream=stream
+    )
+
+
+def with_lead(engine: EngineConfig, method: str) -> EngineConfig:
+    """``engine`` with the method's proposal lead, if it names one."""
+    lead = stream_lead(method)
+    return engine if lead is None else replace(engine, stream_lead=lead)
+
+
+def _plain(method: str) -> str:
+    return method.partition(LEAD)[0]
