@@ -10,23 +10,7 @@
 #   SHAPES="chain4 4,4,16" DATASETS="humaneval sharegpt-heldout" .../run.sh
 # LINKS=lan LIMIT=2 NAME=lead-lan: a shorter run (the session's core was shared by ~10 jobs: load 11).
 # SERVER_CPUS=1 NAME=split: moa-server on CPU 1 (`--server-cpus`), files split-*.json.
+# It is session 9's stream.sh with this folder and these defaults.
 set -euo pipefail
-cd "$(dirname "$0")/../../../../.."  # the repository root
-export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1
-unset OMP_WAIT_POLICY
-R=drafts/bench/results/2026-12-02-s10/proposals
-M=${METHODS:-"moa-stream,moa-stream+2,api"}
-A="--threads 1 --cut-tokens 0 --no-gguf --link ${LINKS:-lan,4g} --method $M --limit ${LIMIT:-3} --max-new-tokens 64"
-SHAPES=${SHAPES:-"chain4 4,4,16"}
-DATASETS=${DATASETS:-"humaneval sharegpt-heldout"}
-for shape in $SHAPES; do
-  case $shape in
-    chain*) flags="--chain ${shape#chain}"; tag=$shape ;;
-    *) flags="--tree $shape --server-max-tree ${shape##*,}"; tag=tree${shape//,/-} ;;
-  esac
-  for d in $DATASETS; do
-    name=${NAME:-lead}-$d-$tag
-    [ -e "$R/$name.json" ] && continue
-    taskset -c 0 python3 -m app.bench $A ${SERVER_CPUS:+--server-cpus $SERVER_CPUS} --dataset "$d" $flags --json "$R/$name.json" 2>&1 | tee "$R/$name.log"
-  done
-done
+OUT=drafts/bench/results/2026-12-02-s10/proposals METHODS=${METHODS:-"moa-stream,moa-stream+2,api"} \
+  NAME=${NAME:-lead} SHAPES=${SHAPES:-"chain4 4,4,16"} exec "$(dirname "$0")/../../2026-12-02-s9/stream/stream.sh"

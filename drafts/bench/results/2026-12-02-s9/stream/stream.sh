@@ -8,12 +8,15 @@
 # The files: stream-DATASET-SHAPE.json (README.md: the table, from stream_table.py stream-*.json).
 #   SHAPES="chain4 4,4,16 6,10,60" DATASETS="humaneval sharegpt-heldout" .../stream.sh   (then SHAPES=chain8)
 # SERVER_CPUS=1 NAME=split: moa-server on CPU 1 (`--server-cpus`), files split-*.json (stream_split.sh).
+# OUT (a folder from the repository root), METHODS, LINKS, LIMIT: other runs of the same kind (session 10's
+# proposals/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../../../../.."  # the repository root
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1
 unset OMP_WAIT_POLICY
-R=drafts/bench/results/2026-12-02-s9/stream
-A="--threads 1 --cut-tokens 0 --no-gguf --link lan,4g --method moa,moa-stream,api --limit 3 --max-new-tokens 64"
+R=${OUT:-drafts/bench/results/2026-12-02-s9/stream}
+A="--threads 1 --cut-tokens 0 --no-gguf --link ${LINKS:-lan,4g} --method ${METHODS:-moa,moa-stream,api}"
+A="$A --limit ${LIMIT:-3} --max-new-tokens 64"
 SHAPES=${SHAPES:-"chain4 4,4,16 6,10,60"}
 DATASETS=${DATASETS:-"humaneval sharegpt-heldout"}
 for shape in $SHAPES; do
