@@ -1,6 +1,7 @@
 """What the server computes for each request, through the inference worker (never on the event loop).
 
-    Prefill   append tokens            -> Prefilled (their activations)
+    Prefill   append tokens            -> Prefilled (their activations; with ``later``, none: they
+              are kept on the session's record for Fetch, :mod:`server_stub.kept`)
     Verify    one pass over a tree     -> Verified (accepted path, next token, activations)
     Rewind    drop tokens              -> Rewound
     Generate  server-side decoding     -> Generated parts, one per step, streamed as they come;
@@ -32,6 +33,7 @@ from server_stub.backend.base import VerifyJob
 from server_stub.cancels import CancelToken
 from server_stub.errors import InvalidRequestError
 from server_stub.generation import SendPart, stream_generation
+from server_stub.kept import KeptRows, after_rewind
 from server_stub.payloads import to_wire
 from server_stub.proposals import ProposalBox
 from server_stub.sessions import SessionRecord, SessionRegistry
@@ -62,10 +64,7 @@ async def reply_to(
         return await stream_generation(request, record, worker, send_part, caps, token, box)
     token.check(request.request_id)
     if isinstance(request, Prefill):
-        tokens = request.tokens.tolist()
-        prefilled, waited = await worker.call(lambda backend: backend.prefill(session_id, tokens), session_id, token)
-        timings = Timings(waited, prefilled.timings.forward_ms)
-        return Prefilled(request.request_id, prefilled.committed, to_wire(prefilled.vectors), timings)
+        return await _prefill(request, record, worker, caps, token)
     if isinstance(request, Verify):
         generator = SessionRegistry.generator(record, request.sampling)
         job = VerifyJob(session_id, request.root_token, request.tree, request.sampling, generator)
@@ -75,4 +74,24 @@ async def reply_to(
             request.request_id, verified.acceptance, verified.committed, to_wire(verified.vectors), timings
         )
     committed, _ = await worker.call(lambda backend: backend.rewind(session_id, request.length), session_id, token)
+    record.kept = after_rewind(record.kept, committed)
     return Rewound(request.request_id, committed)
+
+
+async def _prefill(
+    request: Prefill, record: SessionRecord, worker: InferenceWorker, caps: Capabilities, token: CancelToken
+) -> Prefilled:
+    """The tokens appended; their activations in the reply, or kept on ``record`` for Fetch (``later``)."""
+    if request.later and not caps.later:
+        raise InvalidRequestError(
+            "this server does not keep vectors for later (started with --no-later: Welcome.capabilities.later is "
+            "false); send Prefill with later=false, in chunks"
+        )
+    session_id, tokens = record.session_id, request.tokens.tolist()
+    prefilled, waited = await worker.call(lambda backend: backend.prefill(session_id, tokens), session_id, token)
+    timings = Timings(waited, prefilled.timings.forward_ms)
+    vectors = to_wire(prefilled.vectors)
+    if not request.later:
+        return Prefilled(request.request_id, prefilled.committed, vectors, timings)
+    record.kept = KeptRows(prefilled.committed - len(tokens), len(tokens), vectors)
+    return Prefilled(request.request_id, prefilled.committed, {}, timings)

@@ -84,6 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="no speculative streaming: announce capabilities.propose false and refuse Generate(propose=True);"
         " clients then speculate in rounds (Verify)",
     )
+    p.add_argument(
+        "--no-later",
+        dest="later",
+        action="store_false",
+        help="no vectors later: announce capabilities.later false and refuse Prefill(later=True) and Fetch;"
+        " clients then prefill in chunks, each reply with its vectors",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 
@@ -115,6 +122,7 @@ def config_from(args: argparse.Namespace) -> ServerConfig:
         kv_memory_mb=args.kv_memory_mb,
         resume_grace=args.resume_grace,
         propose=args.propose,
+        later=args.later,
     )
 
 

@@ -15,7 +15,9 @@ server started with no flags must not exhaust its machine); each refusal names i
 
 --no-propose turns speculative streaming off (``Capabilities.propose`` false: clients use round-based
 speculation; a ``Generate(propose=True)`` is refused with BAD_FRAME, a Propose ignored), e.g. where the
-verifier's steps must stay plain ones.
+verifier's steps must stay plain ones. --no-later turns "vectors later" off (``Capabilities.later``
+false: clients prefill in chunks, each reply with its vectors; ``Prefill(later=True)`` and Fetch are
+refused with BAD_FRAME).
 
 A "client" is a peer address: behind a reverse proxy every client shares one, so raise the
 per-client limits there. A token off loopback travels in clear without TLS, so it needs
@@ -74,6 +76,7 @@ class ServerConfig:
     max_batch: int = 16  # sessions verified in one forward pass
     # what it serves beyond the round-based protocol
     propose: bool = True  # speculative streaming (Capabilities.propose); off: Generate(propose=True) is refused
+    later: bool = True  # vectors later (Capabilities.later); off: Prefill(later=True) and Fetch are refused
 
     def __post_init__(self) -> None:
         if (self.certfile is None) != (self.keyfile is None):

@@ -7,7 +7,10 @@
                a Cancel is acted on by the reader at once (the request's CancelToken), ahead of
                the queue, so the cancelled request stops within one step; a Propose likewise
                goes straight into its Generate's ProposalBox (:mod:`server_stub.proposals`),
-               and a malformed one naming a proposing Generate fails that Generate
+               and a malformed one naming a proposing Generate fails that Generate; a Fetch
+               is answered by the reader at once from the rows its session keeps
+               (:mod:`server_stub.kept`): it needs no model pass, and must not wait for a
+               running Generate
     finish     Bye closes the session; a drop, an idle timeout or a fatal error detach it, and
                it waits ``resume_grace`` seconds for a Hello with ``resume_session``. Bye and a
                drop cancel every pending request first: nobody is listening for their replies
@@ -32,6 +35,8 @@ from drafts.protocol import (
     Bye,
     Cancel,
     Error,
+    Fetch,
+    Fetched,
     FrameRejected,
     Generate,
     Generated,
@@ -44,8 +49,9 @@ from drafts.protocol import (
 )
 from server_stub.answers import Reply, Request, reply_to
 from server_stub.cancels import CancelToken
-from server_stub.errors import error_code
+from server_stub.errors import InvalidRequestError, error_code
 from server_stub.handshake import Handshake
+from server_stub.kept import fetch
 from server_stub.logs import log_event
 from server_stub.proposals import ProposalBox
 from server_stub.services import Services
@@ -131,6 +137,9 @@ class Connection:
                 if isinstance(event, Cancel):
                     self._cancel(event.request_id, "Cancel")
                     continue
+                if isinstance(event, Fetch):
+                    await self._fetch(event)
+                    continue
                 if isinstance(event, Propose) or (isinstance(event, FrameRejected) and self._fails_a_stream(event)):
                     self._propose(event)
                     continue
@@ -153,6 +162,25 @@ class Connection:
             return False
         self._queued[request.request_id] = self._queued.get(request.request_id, 0) + nbytes
         return True
+
+    async def _fetch(self, request: Fetch) -> None:
+        """A Fetch answered at once from the kept rows (the last piece frees them), or refused."""
+        record = self.record
+        assert record is not None
+        reply: Fetched | Error
+        try:
+            if not self.services.capabilities.later:
+                raise InvalidRequestError(
+                    "this server does not keep vectors for later (started with --no-later: "
+                    "Welcome.capabilities.later is false); prefill in chunks instead of fetching"
+                )
+            reply = fetch(record.kept, request)
+            if record.kept is not None and request.start + request.length == record.kept.end:
+                record.kept = None
+        except InvalidRequestError as exc:
+            self.services.rejections.log(log, "fetch.refused", session=self._session_id(), reason=str(exc))
+            reply = Error(request.request_id, ErrorCode.BAD_FRAME, str(exc), fatal=False)
+        await self.ws.send(self.protocol.send(reply))
 
     def _cancel(self, request_id: int, reason: str) -> None:
         token = self._pending.get(request_id)

@@ -84,6 +84,7 @@ class VerifierServer:
                 batching=caps.batching,
                 device_kind=caps.device_kind,
                 propose=self.config.propose,  # speculative streaming: Generate(propose=True) takes Propose messages
+                later=self.config.later,  # vectors later: Prefill(later=True) keeps them for Fetch
             ),
             slots=ConnectionSlots(self.config.max_connections, self.config.connections_per_client),
             queued=QueuedBytes(self.config.queued_bytes, self.config.queued_total_bytes()),

@@ -28,6 +28,7 @@ import torch
 from drafts.protocol import Needs
 from drafts.sampling import SamplingConfig
 from server_stub.errors import ServerBusyError
+from server_stub.kept import KeptRows
 
 
 class Owner(Protocol):
@@ -46,6 +47,7 @@ class SessionRecord:
     seed: int | None = None  # the seed the generator was last set from
     expiry: asyncio.TimerHandle | None = None  # while detached
     client: str = ""  # the peer address of the connection that opened or last resumed it
+    kept: KeptRows | None = None  # the rows of its last Prefill(later=True) not fetched yet
 
 
 class SessionRegistry:

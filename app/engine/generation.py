@@ -155,7 +155,7 @@ class Generation:
     async def _hold_prompt(self, history: list[int], first: Verify | None) -> Reply | None:
         """The session holds ``history``, its Prefilled vectors queued for the draft; ``first``'s reply."""
         try:
-            return await self.session.start(history, self.intake.take, self.drafter.observed, first)
+            return await self.session.start(history, self.intake.take, self.drafter.observed, first, self.intake.later)
         except VerifierRefusedError as exc:
             if exc.code is not ErrorCode.SESSION_UNKNOWN:
                 raise

@@ -38,6 +38,8 @@ from drafts.protocol import (
     Bye,
     ClientProtocol,
     Error,
+    Fetch,
+    Fetched,
     FrameRejected,
     Generate,
     Generated,
@@ -54,8 +56,8 @@ from drafts.protocol import (
     Welcome,
 )
 
-Request = Prefill | Verify | Rewind | Generate
-Reply = Prefilled | Verified | Rewound | Generated
+Request = Prefill | Verify | Rewind | Generate | Fetch
+Reply = Prefilled | Verified | Rewound | Generated | Fetched
 OnPart = Callable[[Generated], None]
 
 

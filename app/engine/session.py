@@ -15,7 +15,10 @@
                        under PREFILL_FRAME_BYTES, the most that can queue ahead of the keepalive's
                        pong: a big backlog holds the pong up (on 3g, 200 KB of vectors take 1.6 s,
                        past the 1 s pong timeout), and a link killed that way would be killed again
-                       by every replay of the same prefill
+                       by every replay of the same prefill. At a generation's start, with a server
+                       that keeps vectors (``Capabilities.later``): the prompt as one Prefill(later)
+                       and the first Verify behind it, the vectors fetched after the first token
+                       (:mod:`app.engine.later`)
 
 The draft's needs are settled on the first Hello: a MoA draft asks for the memory vectors the
 server computes (20x fewer bytes than the raw KV, see ``server_stub/backend/draft_memory.py``);
@@ -38,17 +41,21 @@ from app.engine.config import EngineConfig
 from app.engine.draftless import Draftless
 from app.engine.errors import LinkDownError, VerifierRefusedError, VerifierUnavailableError
 from app.engine.events import EngineEvent, Reconnecting
+from app.engine.later import Later, fetch
 from app.engine.link import Link, OnPart, Reply, Request, Traffic
 from drafts.errors import ErrorCode
 from drafts.protocol import (
     PROTOCOL_VERSION,
     Capabilities,
+    Fetch,
+    Fetched,
     Generate,
     Generated,
     Hello,
     Prefill,
     Prefilled,
     Rewind,
+    Rewound,
     Verified,
     Verify,
 )
@@ -58,6 +65,7 @@ PREFILL_FRAME_BYTES = 48_000  # Prefilled replies in flight at most: ~0.4 s at 1
 PREFILL_PIPELINE = 2  # Prefill chunks in flight at once, each asking for PREFILL_FRAME_BYTES / PREFILL_PIPELINE
 FIRST_PREFILL_CHUNK = 16  # tokens in the first chunk, before the reply's bytes per token are known
 TakePrefilled = Callable[[int, list[int], Prefilled], Awaitable[None]]  # (position of the first, tokens, reply)
+TakeLater = Callable[[Later], None]  # a prompt's vectors still to come, for the draft (Intake.later)
 
 
 class VerifierSession:
@@ -89,6 +97,11 @@ class VerifierSession:
     def up(self) -> bool:
         return self.link is not None and not self.link.lost.is_set()
 
+    @property
+    def keeps_vectors(self) -> bool:
+        """Whether the server keeps a Prefill's vectors for Fetch (``Capabilities.later``; older servers: no)."""
+        return self.up and bool(getattr(self.capabilities, "later", False))
+
     # -- requests --------------------------------------------------------------------------------
     async def ask(
         self,
@@ -116,14 +129,16 @@ class VerifierSession:
         try:
             reply = await link.ask(request, collect if isinstance(request, Generate) else on_part, pipelined)
         except asyncio.CancelledError:
-            self.unsure = True  # its reply may still move the session: the next hold() rewinds explicitly
+            # its reply may still move the session (a Fetch's moves nothing): the next hold() rewinds explicitly
+            self.unsure = self.unsure or not isinstance(request, Fetch)
             raise
         if isinstance(reply, Generated):
             generated.extend(reply.tokens.tolist())
-        self._track(request, reply, generated)
+        if not isinstance(reply, Fetched):  # a Fetch moves nothing
+            self._track(request, reply, generated)
         return reply
 
-    def _track(self, request: Request, reply: Reply, generated: list[int]) -> None:
+    def _track(self, request: Request, reply: Prefilled | Verified | Rewound | Generated, generated: list[int]) -> None:
         """Follow what the session holds: the tokens each request committed, cut to ``reply.committed``."""
         added: list[int] = []
         if isinstance(request, Prefill):
@@ -146,13 +161,17 @@ class VerifierSession:
         take: TakePrefilled | None = None,
         behind: asyncio.Future[Reply] | None = None,
         then: Request | None = None,
+        later: TakeLater | None = None,
     ) -> Reply | None:
         """Append ``tokens`` in chunks, PREFILL_PIPELINE of them in flight (see the module docstring);
         each chunk and its reply go to ``take``, in order (awaited: a ``take`` that only queues the
         chunk for the draft, :mod:`app.engine.intake`, lets the reply of ``then`` through at once).
         ``behind``: a request sent just before (a Rewind), answered first: the chunks ride on its round
         trip. ``then``: a request sent right behind the last chunk, on the same round trip; returns its
-        reply (None without one)."""
+        reply (None without one). ``later``, with ``then`` and a server that keeps vectors: the tokens
+        go as one Prefill(later), their vectors to ``later`` after ``then``'s reply (:mod:`app.engine.later`)."""
+        if later is not None and then is not None and tokens and self.keeps_vectors:
+            return await self._prefill_later(tokens, later, behind, then)
         in_flight: deque[tuple[list[int], asyncio.Future[Reply]]] = deque()
         last: asyncio.Future[Reply] | None = None
         try:
@@ -181,6 +200,37 @@ class VerifierSession:
                 task.cancel()
             if last is not None:
                 last.cancel()
+
+    async def _prefill_later(
+        self, tokens: list[int], later: TakeLater, behind: asyncio.Future[Reply] | None, then: Request
+    ) -> Reply:
+        """``tokens`` in one Prefill(later), ``then`` right behind; the vectors fetched behind ``then``'s reply."""
+        request = Prefill(0, torch.tensor(tokens, dtype=torch.int64), later=True)
+        prefill = asyncio.ensure_future(self.ask(request, pipelined=behind is not None))
+        first = self._send_behind(then, True)
+        try:
+            if behind is not None:
+                await behind
+            reply = await prefill
+            assert isinstance(reply, Prefilled)
+            self.prefill_sent += len(tokens)
+            vectors = Later(reply.committed - len(tokens), tokens)
+            vectors.task = asyncio.ensure_future(
+                fetch(vectors, self._fetch, first, lambda: self.prefill_chunk, PREFILL_PIPELINE)
+            )
+            later(vectors)  # queued for the draft before anything the caller queues after the first token
+            return await first
+        finally:
+            prefill.cancel()
+            first.cancel()
+
+    async def _fetch(self, request: Fetch, pipelined: bool) -> Fetched:
+        """A piece of the kept vectors; its bytes per token size the next piece (as a chunk's reply does)."""
+        reply = await self.ask(request, pipelined=pipelined)
+        assert isinstance(reply, Fetched)
+        frame = PREFILL_FRAME_BYTES / PREFILL_PIPELINE
+        self.prefill_chunk = max(1, int(frame // _bytes_per_token(reply, request.length)))
+        return reply
 
     def _send_behind(self, request: Request, pipelined: bool) -> asyncio.Future[Reply]:
         return asyncio.ensure_future(self.ask(request, pipelined=pipelined))
@@ -224,21 +274,27 @@ class VerifierSession:
         take: TakePrefilled | None,
         keep_at_most: int | None,
         then: Request | None = None,
+        later: TakeLater | None = None,
     ) -> tuple[int, Reply | None]:
         keep = common_prefix(self.held, history)
         if keep_at_most is not None:
             keep = min(keep, keep_at_most)
         if self.unsure or len(self.held) != keep:
-            return keep, await self._rewind_and_prefill(keep, list(history[keep:]), take, then)
-        return keep, await self.prefill(list(history[keep:]), take, then=then)
+            return keep, await self._rewind_and_prefill(keep, list(history[keep:]), take, then, later)
+        return keep, await self.prefill(list(history[keep:]), take, then=then, later=later)
 
     async def _rewind_and_prefill(
-        self, keep: int, tokens: list[int], take: TakePrefilled | None, then: Request | None = None
+        self,
+        keep: int,
+        tokens: list[int],
+        take: TakePrefilled | None,
+        then: Request | None = None,
+        later: TakeLater | None = None,
     ) -> Reply | None:
         """Rewind to ``keep``, with the Prefill of ``tokens`` (and ``then``) pipelined behind it: one round trip."""
         rewind = asyncio.ensure_future(self.ask(Rewind(0, keep)))
         try:
-            reply = await self.prefill(tokens, take, behind=rewind, then=then)
+            reply = await self.prefill(tokens, take, behind=rewind, then=then, later=later)
             await rewind
         finally:
             rewind.cancel()
@@ -251,17 +307,19 @@ class VerifierSession:
         take: TakePrefilled | None = None,
         keep_at_most: int | None = None,
         then: Request | None = None,
+        later: TakeLater | None = None,
     ) -> Reply | None:
         """A generation starts after ``history``: connect if need be (within connect_timeout_s), then hold it.
 
         ``then`` (the first Verify) goes right behind the prompt, on its round trip, when the link is
         up; returns its reply, or None when the start had to connect first (``then`` was not sent).
+        ``later``: where the prompt's vectors go when they come after ``then``'s reply (see ``prefill``).
         """
         if not self.up:
             deadline = time.perf_counter() + self.config.link.connect_timeout_s
             await self.reconnect(list(history), take, keep_at_most, deadline)
             return None
-        _, reply = await self._hold(history, take, keep_at_most, then)
+        _, reply = await self._hold(history, take, keep_at_most, then, later)
         return reply
 
     def forget(self) -> None:
@@ -363,7 +421,7 @@ class VerifierSession:
         self.session_id = None
 
 
-def _bytes_per_token(reply: Prefilled, tokens: int) -> float:
+def _bytes_per_token(reply: Prefilled | Fetched, tokens: int) -> float:
     """The reply's activation bytes per prefilled token (what sizes the next chunk), at least 1."""
     nbytes = sum(t.numel() * t.element_size() for t in reply.activations.values())
     return max(1.0, nbytes / max(tokens, 1))

@@ -2,8 +2,8 @@
 
     messages.py  the messages, as domain values (MessageType, ErrorCode, Hello ... Cancel, Bye);
                  its docstring is the protocol's reference (Cancel's semantics included)
-      client_messages.py  Needs, Hello, Prefill, Verify, Rewind, Generate, Propose, Cancel, Bye
-      server_messages.py  Capabilities, Timings, Welcome, Prefilled, Verified, Rewound, Generated, Error
+      client_messages.py  Needs, Hello, Prefill, Verify, Rewind, Generate, Fetch, Propose, Cancel, Bye
+      server_messages.py  Capabilities, Timings, Welcome, Prefilled, Verified, Rewound, Generated, Fetched, Error
       message_type.py     PROTOCOL_VERSION and MessageType, the frame header's type tag
     tensors.py   tensor payloads: explicit dtype and shape, raw bytes; int8 quantisation
     codec.py     one binary frame per message: encode / decode
@@ -25,6 +25,8 @@ from drafts.protocol.messages import (
     Capabilities,
     Error,
     ErrorCode,
+    Fetch,
+    Fetched,
     Generate,
     Generated,
     Hello,
@@ -52,6 +54,8 @@ __all__ = [
     "ClientProtocol",
     "Error",
     "ErrorCode",
+    "Fetch",
+    "Fetched",
     "FrameRejected",
     "Generate",
     "Generated",

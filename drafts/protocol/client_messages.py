@@ -1,4 +1,4 @@
-"""What the client sends the verifier: Hello, then requests (Prefill, Verify, Rewind, Generate), Propose, Cancel, Bye.
+"""What the client sends the verifier: Hello, requests (Prefill, Verify, Rewind, Generate, Fetch), Propose, Cancel, Bye.
 
 The session they make up, and each message's meaning, are described in :mod:`drafts.protocol.messages`.
 """
@@ -71,11 +71,13 @@ class Hello:
 
 @dataclass(frozen=True, eq=False)  # eq=False: tensors do not compare with ==
 class Prefill:
-    """Append ``tokens`` to the session; the server replies with their activations."""
+    """Append ``tokens`` to the session; the server replies with their activations (or, ``later``, keeps them)."""
 
     TYPE: ClassVar[MessageType] = MessageType.PREFILL
     request_id: int
     tokens: torch.Tensor  # (n,) int64 token ids
+    # vectors later (protocol 7): the reply carries no activations; the server keeps them for Fetch
+    later: bool = False
 
     def __post_init__(self) -> None:
         require_non_negative("prefill", request_id=self.request_id)
@@ -196,6 +198,23 @@ class Propose:
     @property
     def tree(self) -> DraftTree:
         return DraftTree(tuple(self.tokens.tolist()), tuple(self.parents.tolist()), self.q, self.q_sparse)
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """The kept activations of ``length`` tokens from session index ``start`` (of a ``Prefill(later=True)``).
+
+    Answered at once (it needs no model pass), ahead of the requests queued or running before it.
+    """
+
+    TYPE: ClassVar[MessageType] = MessageType.FETCH
+    request_id: int
+    start: int  # session index of the first token whose rows are wanted
+    length: int  # rows wanted
+
+    def __post_init__(self) -> None:
+        require_non_negative("fetch", request_id=self.request_id, start=self.start)
+        require_positive("fetch", length=self.length)
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from enum import Enum
 
-PROTOCOL_VERSION = 6  # the message set below; bump on any change to a message or its meaning
+PROTOCOL_VERSION = 7  # the message set below; bump on any change to a message or its meaning
 # (2: Generate, 3: Cancel, 4: Verify's sparse top-K proposals q_indices / q_weights,
 # 5: Welcome's capabilities.device_kind: a version-4 client would refuse the unknown field,
-# 6: speculative streaming: Propose, Generate.propose, Generated.drafted / activations, capabilities.propose)
+# 6: speculative streaming: Propose, Generate.propose, Generated.drafted / activations, capabilities.propose,
+# 7: vectors later: Prefill.later, Fetch / Fetched, capabilities.later)
 
 
 class MessageType(Enum):
@@ -25,3 +26,5 @@ class MessageType(Enum):
     CANCEL = "cancel"
     BYE = "bye"
     PROPOSE = "propose"
+    FETCH = "fetch"
+    FETCHED = "fetched"

@@ -15,6 +15,10 @@ A session, in order (client = the user's machine running the draft, server = the
                                       <-    Generated(id, tokens, done=False) ...   one per token
                                       <-    Generated(id, tokens, done=True)        the reply
     Propose(id, base, tree)           ->                                     drafts for a running Generate(propose=True)
+    Prefill(id, tokens, later=True)   ->                                     append, keep the activations
+                                      <-    Prefilled(id, committed)         no activations
+    Fetch(id, start, length)          ->                                     answered at once, from what was kept
+                                      <-    Fetched(id, start, activations)
     Cancel(id)                        ->                                     stop request ``id`` (no reply of its own)
     Bye()                             ->                                     also stops every pending request
 
@@ -78,6 +82,21 @@ rest the target's; ``activations`` hold the rows of the tokens the step committe
 Propose), so a client reads the capability first. At T = 0 the tokens are those of a plain
 Generate whatever the proposals are.
 
+**Vectors later** (protocol version 7). A prompt's Prefilled replies carry its activations (a
+MoA draft's memory vectors: ~1.2 KB a token), so a client prefills in chunks to keep the bytes in
+flight small, and each chunk is a forward of its own before the first Verify or Generate is
+answered. ``Prefill(later=True)`` asks the server to run the tokens at once and answer a
+``Prefilled`` with no activations, *keeping* them (the rows of that Prefill only; a newer
+``Prefill(later=True)`` replaces them, a Rewind below their end drops them). The client sends its
+first Verify or Generate right behind, and after that reply (so they never go ahead of it on the
+link) asks for the kept rows with ``Fetch(request_id, start, length)``, in pieces it sizes (the
+bytes in flight stay bounded, as the chunks' were). A Fetch needs no model pass: the server
+answers it at once, ahead of the requests queued or running before it (a running Generate
+included), with ``Fetched(request_id, start, activations)``, one row per token from session index
+``start``; rows not kept (never, or no more) are refused with BAD_FRAME naming the rows it keeps.
+``Welcome.capabilities.later`` says the server takes both; a server started with
+``moa-server --no-later`` refuses them with BAD_FRAME, and a client prefills in chunks as before.
+
 Messages check their own invariants (tensor dtypes and shapes, ranges) at construction and raise
 :class:`~drafts.errors.MalformedFrameError`, so a bad message is refused the same way whether it
 was built locally or decoded off the wire. How they are laid out in bytes lives in
@@ -92,11 +111,23 @@ This module is the reference and the one import for them all; the classes live i
 from __future__ import annotations
 
 from drafts.errors import ErrorCode
-from drafts.protocol.client_messages import Bye, Cancel, Generate, Hello, Needs, Prefill, Propose, Rewind, Verify
+from drafts.protocol.client_messages import (
+    Bye,
+    Cancel,
+    Fetch,
+    Generate,
+    Hello,
+    Needs,
+    Prefill,
+    Propose,
+    Rewind,
+    Verify,
+)
 from drafts.protocol.message_type import PROTOCOL_VERSION, MessageType
 from drafts.protocol.server_messages import (
     Capabilities,
     Error,
+    Fetched,
     Generated,
     Prefilled,
     Rewound,
@@ -114,6 +145,8 @@ __all__ = [
     "ClientMessage",
     "Error",
     "ErrorCode",
+    "Fetch",
+    "Fetched",
     "Generate",
     "Generated",
     "Hello",
@@ -134,10 +167,10 @@ __all__ = [
     "Welcome",
 ]
 
-Request = Prefill | Verify | Rewind | Generate
-Reply = Prefilled | Verified | Rewound | Generated | Error
-ClientMessage = Hello | Prefill | Verify | Rewind | Generate | Propose | Cancel | Bye
-ServerMessage = Welcome | Prefilled | Verified | Rewound | Generated | Error
+Request = Prefill | Verify | Rewind | Generate | Fetch
+Reply = Prefilled | Verified | Rewound | Generated | Fetched | Error
+ClientMessage = Hello | Prefill | Verify | Rewind | Generate | Fetch | Propose | Cancel | Bye
+ServerMessage = Welcome | Prefilled | Verified | Rewound | Generated | Fetched | Error
 Message = ClientMessage | ServerMessage
 
 REPLY_TYPES: dict[MessageType, MessageType] = {
@@ -145,4 +178,5 @@ REPLY_TYPES: dict[MessageType, MessageType] = {
     MessageType.VERIFY: MessageType.VERIFIED,
     MessageType.REWIND: MessageType.REWOUND,
     MessageType.GENERATE: MessageType.GENERATED,
+    MessageType.FETCH: MessageType.FETCHED,
 }

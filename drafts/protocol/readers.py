@@ -22,6 +22,8 @@ from drafts.protocol.messages import (
     Cancel,
     Capabilities,
     Error,
+    Fetch,
+    Fetched,
     Generate,
     Generated,
     Hello,
@@ -210,11 +212,20 @@ def _capabilities(f: Fields) -> Capabilities:
         batching=f.flag("batching"),
         device_kind=f.added_text("device_kind"),
         propose=f.added_flag("propose"),
+        later=f.added_flag("later"),
     )
 
 
 def _prefill(f: Fields, t: TensorFields, limits: Limits) -> Prefill:
-    return Prefill(f.integer("request_id"), t.take("tokens"))
+    return Prefill(f.integer("request_id"), t.take("tokens"), f.added_flag("later"))
+
+
+def _fetch(f: Fields, t: TensorFields, limits: Limits) -> Fetch:
+    return Fetch(f.integer("request_id"), f.integer("start"), f.integer("length"))
+
+
+def _fetched(f: Fields, t: TensorFields, limits: Limits) -> Fetched:
+    return Fetched(f.integer("request_id"), f.integer("start"), t.group(_GROUP))
 
 
 def _prefilled(f: Fields, t: TensorFields, limits: Limits) -> Prefilled:
@@ -347,4 +358,6 @@ DECODERS: dict[MessageType, _Decoder] = {
     MessageType.CANCEL: _cancel,
     MessageType.BYE: _bye,
     MessageType.PROPOSE: _propose,
+    MessageType.FETCH: _fetch,
+    MessageType.FETCHED: _fetched,
 }

@@ -1,4 +1,4 @@
-"""What the verifier sends back: Welcome, one reply per request (Prefilled, Verified, Rewound, Generated), Error.
+"""What the verifier sends back: Welcome, a reply per request (Prefilled, Verified, Rewound, Generated, Fetched), Error.
 
 The session they make up, and each message's meaning, are described in :mod:`drafts.protocol.messages`.
 """
@@ -40,6 +40,9 @@ class Capabilities:
     # speculative streaming: the server takes Propose messages for a Generate with propose=True
     # (protocol 6); a client that sees False falls back to round-based Verify
     propose: bool = False
+    # vectors later: the server takes Prefill(later=True) and Fetch (protocol 7); a client that sees
+    # False prefills in chunks, each reply with its vectors
+    later: bool = False
 
     def __post_init__(self) -> None:
         require_positive("capabilities", max_context=self.max_context, max_tree_nodes=self.max_tree_nodes)
@@ -92,6 +95,20 @@ class Prefilled:
     def __post_init__(self) -> None:
         require_non_negative("prefilled", request_id=self.request_id, committed=self.committed)
         require_activations("prefilled", self.activations, rows=None)
+
+
+@dataclass(frozen=True, eq=False)
+class Fetched:
+    """The reply to Fetch: the kept activations of the tokens from session index ``start``, one row each."""
+
+    TYPE: ClassVar[MessageType] = MessageType.FETCHED
+    request_id: int
+    start: int
+    activations: Mapping[str, torch.Tensor] = field(default_factory=dict)  # name -> (length, ...)
+
+    def __post_init__(self) -> None:
+        require_non_negative("fetched", request_id=self.request_id, start=self.start)
+        require_activations("fetched", self.activations, rows=None)
 
 
 @dataclass(frozen=True, eq=False)

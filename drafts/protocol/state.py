@@ -38,6 +38,8 @@ from drafts.protocol.messages import (
     Bye,
     Cancel,
     Error,
+    Fetch,
+    Fetched,
     Generate,
     Generated,
     Hello,
@@ -113,6 +115,10 @@ class _Session:
             self.state = SessionState.CLOSED
         return FrameRejected(error, encode(error))
 
+    @property
+    def is_open(self) -> bool:
+        return self.state is SessionState.OPEN
+
     def _received_error(self, error: Error) -> None:
         if error.fatal:
             self.state = SessionState.CLOSED
@@ -150,9 +156,9 @@ class ServerProtocol(_Session):
             self.hello = message
             self.state = SessionState.AWAITING_WELCOME
         elif self.state is SessionState.OPEN and isinstance(
-            message, Prefill | Verify | Rewind | Generate | Propose | Cancel
+            message, Prefill | Verify | Rewind | Generate | Fetch | Propose | Cancel
         ):
-            pass  # the host answers; requests are handled in order, a Propose or Cancel at once
+            pass  # the host answers; requests are handled in order, a Fetch, Propose or Cancel at once
         elif self.state is SessionState.OPEN and isinstance(message, Bye):
             self.state = SessionState.CLOSED
         else:
@@ -162,7 +168,7 @@ class ServerProtocol(_Session):
     def _is_fatal(self, exc: ProtocolError) -> bool:
         return self.state is not SessionState.OPEN or isinstance(exc, UnsupportedVersionError)
 
-    def send(self, message: Welcome | Prefilled | Verified | Rewound | Generated | Error) -> bytes:
+    def send(self, message: Welcome | Prefilled | Verified | Rewound | Generated | Fetched | Error) -> bytes:
         """The frame to send for ``message``; a fatal Error closes the session."""
         if self.state is SessionState.CLOSED:
             raise UnexpectedMessageError(f"cannot send {message.TYPE.value}: the session is closed")
@@ -170,7 +176,7 @@ class ServerProtocol(_Session):
             self.state = SessionState.OPEN
         elif isinstance(message, Error):
             self._received_error(message)  # our own fatal Error closes the session just like the peer's
-        elif not (isinstance(message, Prefilled | Verified | Rewound | Generated) and self.state is SessionState.OPEN):
+        elif not (isinstance(message, Prefilled | Verified | Rewound | Generated | Fetched) and self.is_open):
             raise self._unexpected(message, "the server")
         return encode(message)
 
@@ -189,7 +195,7 @@ class ClientProtocol(_Session):
         self._next_id += 1
         return self._next_id
 
-    def send(self, message: Hello | Prefill | Verify | Rewind | Generate | Propose | Cancel | Bye) -> bytes:
+    def send(self, message: Hello | Prefill | Verify | Rewind | Generate | Fetch | Propose | Cancel | Bye) -> bytes:
         """The frame to send for ``message``; requests are tracked until their reply arrives.
 
         A Cancel leaves its request in flight: the request's own reply still comes (and may
@@ -198,7 +204,7 @@ class ClientProtocol(_Session):
         """
         if isinstance(message, Hello) and self.state is SessionState.AWAITING_HELLO:
             self.state = SessionState.AWAITING_WELCOME
-        elif isinstance(message, Prefill | Verify | Rewind | Generate) and self.state is SessionState.OPEN:
+        elif isinstance(message, Prefill | Verify | Rewind | Generate | Fetch) and self.state is SessionState.OPEN:
             if message.request_id in self.in_flight:
                 raise UnexpectedMessageError(f"request {message.request_id} is still in flight; use new_request_id()")
             self.in_flight[message.request_id] = message
@@ -216,7 +222,10 @@ class ClientProtocol(_Session):
         if isinstance(message, Error) and message.request_id is None:
             self._received_error(message)
             return [message]
-        if isinstance(message, Prefilled | Verified | Rewound | Generated | Error) and self.state is SessionState.OPEN:
+        if (
+            isinstance(message, Prefilled | Verified | Rewound | Generated | Fetched | Error)
+            and self.state is SessionState.OPEN
+        ):
             return [self._match(message)]
         raise self._unexpected(message, "the server")
 

@@ -71,6 +71,11 @@ def test_speculative_streaming_is_on_unless_no_propose_is_given() -> None:
     assert not config_from(build_parser().parse_args(["--no-propose"])).propose
 
 
+def test_vectors_later_are_on_unless_no_later_is_given() -> None:
+    assert config_from(build_parser().parse_args([])).later
+    assert not config_from(build_parser().parse_args(["--no-later"])).later
+
+
 def test_the_target_runs_packed_where_it_can_unless_dense_layers_are_asked_for() -> None:
     assert config_from(build_parser().parse_args([])).linear == "auto"
     assert config_from(build_parser().parse_args(["--linear", "dense"])).linear == "dense"

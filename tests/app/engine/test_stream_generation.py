@@ -105,7 +105,8 @@ def test_a_perfect_draft_gets_its_proposals_accepted_and_they_are_marked_as_draf
     drafted = [e for e in recording.of(TokenGenerated) if e.source is TokenSource.DRAFT_ACCEPTED]
     assert len(drafted) == stats.accepted > 0  # drafted here, accepted by the server, shown as such
     assert stats.verify_rounds < 0.75 * stats.new_tokens  # tau > 4/3 even on a busy core (~3 on a quiet one)
-    assert stats.round_trips == 2  # the prompt (with the first token), then one Generate for the rest
+    # the prompt (with the first token), its vectors fetched beside the Generate, one Generate for the rest
+    assert stats.round_trips == 3
     last = recording.of(StatsUpdated)[-1]
     assert last.shape == "stream chain 8" and last.drafted_share == stats.accepted / stats.new_tokens
     proposals = stats.proposals  # the proposer's figures: one step per part (the start's Verify is no part)

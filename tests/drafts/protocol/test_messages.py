@@ -13,6 +13,8 @@ from drafts.protocol.messages import (
     Cancel,
     Capabilities,
     Error,
+    Fetch,
+    Fetched,
     Generate,
     Generated,
     Hello,
@@ -49,6 +51,8 @@ ALL: list[type[Message]] = [
     Bye,
     Cancel,
     Propose,
+    Fetch,
+    Fetched,
 ]
 
 
@@ -62,6 +66,7 @@ def test_every_request_type_names_its_reply_type() -> None:
         Verify.TYPE: Verified.TYPE,
         Rewind.TYPE: Rewound.TYPE,
         Generate.TYPE: Generated.TYPE,
+        Fetch.TYPE: Fetched.TYPE,
     }
 
 
