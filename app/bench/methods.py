@@ -1,11 +1,13 @@
 """The remote benchmark's method names, and the engine settings each one means.
 
-    moa, eagle, independent   a draft kind (drafts.neural.kinds): round-based speculation
-    KIND:noq                  ... sending no q at T > 0 (EngineConfig.q_top_k = 0)
-    KIND-stream               speculative streaming (EngineConfig.stream)
-    KIND-stream+N             ... with proposals N tokens deeper (EngineConfig.stream_lead)
-    api                       API streaming: the server decodes alone (no draft here)
-    gguf                      the disconnection study's extra row: MoA continuing offline with a GGUF model
+moa, eagle, independent   a draft kind (drafts.neural.kinds): round-based speculation
+KIND:noq                  ... sending no q at T > 0 (EngineConfig.q_top_k = 0)
+KIND-stream               speculative streaming (EngineConfig.stream)
+KIND-stream+N             ... with proposals N tokens deeper (EngineConfig.stream_lead)
+KIND-stream@W             ... a chain shape proposing W chains, one per top guess (EngineConfig.stream_width;
+                          after a lead: KIND-stream+N@W)
+api                       API streaming: the server decodes alone (no draft here)
+gguf                      the disconnection study's extra row: MoA continuing offline with a GGUF model
 """
 
 from __future__ import annotations
@@ -23,16 +25,20 @@ GGUF = "gguf"  # the disconnection study's extra row: the MoA engine continuing 
 NO_Q = ":noq"  # a draft method with this suffix sends no q at T > 0 (EngineConfig.q_top_k = 0)
 STREAM = "-stream"  # a draft kind with this suffix streams speculatively (EngineConfig.stream)
 LEAD = "+"  # a stream method, then "+N": its proposals N tokens deeper (EngineConfig.stream_lead)
+WIDTH = "@"  # a stream method, then "@W": a chain shape's proposals are W chains (EngineConfig.stream_width)
 
 
 def check_method(method: str) -> None:
     """Raise ConfigError naming the known methods unless ``method`` is one."""
     if draft_kind(method) not in DRAFT_METHODS and method != API:
         known = ", ".join((*DRAFT_METHODS, API)) + f" (a draft kind may end in {STREAM!r}: speculative "
-        known += f"streaming, then {LEAD!r}N: proposals N tokens deeper, and in {NO_Q!r}: no q at T > 0)"
+        known += f"streaming, then {LEAD!r}N: proposals N tokens deeper, {WIDTH!r}W: W chains wide, "
+        known += f"and in {NO_Q!r}: no q at T > 0)"
         raise ConfigError(f"unknown remote method {method!r}; choose from {known}")
     if LEAD in method and (not is_stream(method) or stream_lead(method) is None):
         raise ConfigError(f"{method!r}: only a stream method takes a lead, as a whole number (e.g. moa-stream+2)")
+    if WIDTH in method and (not is_stream(method) or not 1 <= (stream_width(method) or 0) <= 16):
+        raise ConfigError(f"{method!r}: only a stream method takes a width, 1 to 16 chains (e.g. moa-stream@4)")
 
 
 def draft_kind(method: str) -> str:
@@ -46,8 +52,14 @@ def is_stream(method: str) -> bool:
 
 def stream_lead(method: str) -> int | None:
     """N of a method "...-stream+N" (None: the engine's default lead)."""
-    _, sep, lead = method.partition(LEAD)
+    _, sep, lead = method.partition(WIDTH)[0].partition(LEAD)
     return int(lead) if sep and lead.isdigit() else None
+
+
+def stream_width(method: str) -> int | None:
+    """W of a method "...-stream@W" (None: the engine's default width)."""
+    _, sep, width = method.partition(WIDTH)
+    return int(width) if sep and width.isdigit() else None
 
 
 def q_top_k(method: str, default: int) -> int:
@@ -67,11 +79,12 @@ def engine_config(
     )
 
 
-def with_lead(engine: EngineConfig, method: str) -> EngineConfig:
-    """``engine`` with the method's proposal lead, if it names one."""
-    lead = stream_lead(method)
-    return engine if lead is None else replace(engine, stream_lead=lead)
+def with_stream_options(engine: EngineConfig, method: str) -> EngineConfig:
+    """``engine`` with the method's proposal lead and width, where it names them."""
+    lead, width = stream_lead(method), stream_width(method)
+    engine = engine if lead is None else replace(engine, stream_lead=lead)
+    return engine if width is None else replace(engine, stream_width=width)
 
 
 def _plain(method: str) -> str:
-    return method.partition(LEAD)[0]
+    return method.partition(WIDTH)[0].partition(LEAD)[0]

@@ -44,7 +44,7 @@ from app.bench.methods import (
     engine_config,
     is_stream,
     q_top_k,
-    with_lead,
+    with_stream_options,
 )
 from app.bench.turns import References, TurnTotals, play_chat, turn_rows
 from app.engine.client_draft import ClientDraft
@@ -213,7 +213,7 @@ def _run_links(
         clients[API] = Draftless.of(runner)
     port, chain = shaper.port, config.chain
     settings = {m: engine_config(port, None, chain, q_top_k(m, config.q_top_k), is_stream(m)) for m in methods}
-    engines = {m: EngineThread(with_lead(settings[m], m), clients[m]).start() for m in methods}
+    engines = {m: EngineThread(with_stream_options(settings[m], m), clients[m]).start() for m in methods}
     chat_references = References(runner, config.decode) if config.sampling.greedy else None
     try:
         for engine in engines.values():  # warm up: connect, first-call allocations

@@ -4,7 +4,8 @@
                  for the draft, and the newest token (index ``part.committed``) becomes the root
                  of the next proposal
     _run         one draft at a time, on the draft's worker thread: take in the waiting vectors,
-                 draft a tree (or chain) below the newest root, ``EngineConfig.stream_lead``
+                 draft a tree (a chain shape: a fan of ``EngineConfig.stream_width`` chains,
+                 :mod:`drafts.neural.fan`) below the newest root, ``EngineConfig.stream_lead``
                  tokens deeper than the shape, send it as Propose(base=root's index). When it
                  ends, if newer parts came meanwhile, draft again from the newest: a proposal is
                  never drafted from a root the server is known to be past, and one that those
@@ -15,6 +16,8 @@
 The server walks a proposal along the tokens it produced after ``base`` and verifies what still
 applies (the agreed rule: :mod:`drafts.proposal_match`), so a proposal that arrives a step or two
 late still counts as long as it guessed those steps; a deeper tree survives more of the round trip.
+It nearly always arrives one step late (the server never waits), so its first level is a guess of
+the token the server made meanwhile: hence the fan, several guesses for it (s11 stream-hits).
 How late they were and how much applied is counted per part (:mod:`app.engine.proposal_tally`).
 """
 
@@ -163,8 +166,11 @@ class Proposer:
         if shape.is_tree:
             depth, total = shape.tree_depth + lead, min(shape.tree_total + lead, room)
             return self.g.drafter.tree(root, dataclasses.replace(shape, tree_depth=depth, tree_total=total))
+        depth, width = (shape.gamma or self.g.pacer.gamma_max) + lead, self.g.config.stream_width
+        if width > 1 and room >= 2 * width:  # a fan: the top guesses for the server's next token, a chain below each
+            return self.g.drafter.fan(root, width, min(depth, room // width))
         chain = self.g.start_chain(root)
-        chain.grow(min((shape.gamma or self.g.pacer.gamma_max) + lead, room))
+        chain.grow(min(depth, room))
         return DraftTree.chain(chain.tokens, None, chain.sparse_q(len(chain.tokens)))
 
     def _take_in(self, waiting: list[Taken]) -> None:

@@ -88,7 +88,8 @@ class StreamGeneration:
         if left <= 0 or len(t.context) >= caps.max_context:
             t.stop = StopReason.MAX_TOKENS if left <= 0 else StopReason.CONTEXT
             return
-        g.drafted_shape = f"stream {g.shape.describe()}"
+        width = 1 if g.shape.is_tree else g.config.stream_width
+        g.drafted_shape = f"stream {g.shape.describe()}" + (f" x{width}" if width > 1 else "")  # x4: a fan of 4
         proposer = self.proposer = Proposer(g, len(t.context) - 1, t.root)
         g.progress.proposals = proposer.tally
         stops = torch.tensor(sorted(g.draft.stop_ids), dtype=torch.int64)

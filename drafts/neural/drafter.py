@@ -8,6 +8,8 @@ and EAGLE-2 dynamic trees, for the single-device loop and the network client ali
                                  demand (the network client drafts ahead and offline with it);
                                  ``propose`` drafts its chains through the same routine
     tree(root, shape)            an EAGLE-2 dynamic tree (:mod:`drafts.neural.tree_search`)
+    fan(root, width, depth)      the top ``width`` next tokens, a greedy chain below each
+                                 (:mod:`drafts.neural.fan`: speculative streaming's proposals)
 
 The draft holds at most one chain (``chain``): observing, truncating or drafting a tree drops it.
 """
@@ -21,6 +23,7 @@ import torch
 from drafts.drafters.base import DraftShape
 from drafts.neural.base import NeuralDraft
 from drafts.neural.chain import ChainPolicy, IncrementalChain, Proposal
+from drafts.neural.fan import fan_tree
 from drafts.neural.tree_search import dynamic_tree
 from drafts.sampling import SamplingConfig
 from drafts.target.activations import Activations
@@ -92,6 +95,14 @@ class NeuralDrafter:
         """An EAGLE-2 tree below ``root`` (deterministic candidates: lossless at any temperature)."""
         try:
             return self._tree(root, self.observed, shape)
+        finally:
+            self._drop()
+
+    def fan(self, root: int, width: int, depth: int) -> DraftTree:
+        """``width`` chains of ``depth`` tokens below ``root``, one per top-``width`` next token (deterministic)."""
+        try:
+            with torch.inference_mode():
+                return fan_tree(self.model, root, self.observed, width, depth)
         finally:
             self._drop()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.bench.chats import BenchChat
-from app.bench.methods import draft_kind, is_stream, stream_lead
+from app.bench.methods import draft_kind, engine_config, is_stream, stream_lead, stream_width, with_stream_options
 from app.bench.remote import RemoteBenchConfig, run_remote_benchmark
 from drafts.data.conversations import Turn
 from drafts.errors import ConfigError
@@ -82,6 +82,22 @@ def test_at_a_temperature_it_reports_acceptance_and_link_losses_with_and_without
         row = result["links"]["lan"][method]
         assert row["identical_to_ar"] is None and row["new_tokens"] == 16 and row["link_losses"] == 0
         assert 0.0 <= row["acceptance_rate"] <= 1.0
+
+
+def test_a_stream_method_takes_its_proposals_width_after_an_at_sign_and_no_other_method_does() -> None:
+    config = RemoteBenchConfig(links=("lan",), methods=("moa-stream@1", "moa-stream+2@8", "api"))
+    assert config.draft_methods == ("moa-stream@1", "moa-stream+2@8")
+    assert draft_kind("moa-stream+2@8") == "moa" and is_stream("moa-stream@1")
+    assert (
+        stream_width("moa-stream+2@8") == 8
+        and stream_lead("moa-stream+2@8") == 2
+        and stream_width("moa-stream") is None
+    )
+    engine = with_stream_options(engine_config(1, stream=True), "moa-stream+2@8")
+    assert engine.stream_lead == 2 and engine.stream_width == 8
+    for wrong in ("moa@2", "moa-stream@x", "moa-stream@0", "moa-stream@17"):
+        with pytest.raises(ConfigError, match="only a stream method takes a width"):
+            RemoteBenchConfig(links=("lan",), methods=(wrong,))
 
 
 def test_a_stream_method_takes_its_proposals_lead_after_a_plus_and_no_other_method_does() -> None:

@@ -94,7 +94,7 @@ def test_a_perfect_draft_gets_its_proposals_accepted_and_they_are_marked_as_draf
     with (
         paced_server() as server,
         ShaperThread(upstream_port=server.port, profile=preset("lan")) as link,
-        EngineThread(stream_config(link.port), client_draft("target")) as engine,
+        EngineThread(stream_config(link.port, stream_width=1), client_draft("target")) as engine,  # chains only
     ):
         recording = record(engine, DecodeConfig(max_new_tokens=LONG, shape=DraftShape(gamma=8)))
 
@@ -119,7 +119,7 @@ def test_proposals_drafted_with_a_lead_stream_the_same_output_and_are_that_much_
     with (
         paced_server() as server,
         ShaperThread(upstream_port=server.port, profile=preset("4g")) as link,
-        EngineThread(stream_config(link.port, stream_lead=3), client_draft("moa")) as engine,
+        EngineThread(stream_config(link.port, stream_lead=3, stream_width=1), client_draft("moa")) as engine,
     ):
         finished = engine.generate(PROMPT, DecodeConfig(max_new_tokens=LONG, shape=DraftShape(gamma=2)))
 
@@ -127,6 +127,23 @@ def test_proposals_drafted_with_a_lead_stream_the_same_output_and_are_that_much_
     proposals = finished.stats.proposals
     assert proposals is not None and proposals.proposals > 0
     assert proposals.nodes_sent == 5 * proposals.proposals  # a chain of 2 + 3
+
+
+def test_a_chain_shape_proposes_a_fan_of_chains_and_streams_the_same_output() -> None:
+    with (
+        paced_server() as server,
+        ShaperThread(upstream_port=server.port, profile=preset("4g")) as link,
+        EngineThread(stream_config(link.port, stream_width=3), client_draft("moa")) as engine,
+    ):
+        recording = record(engine, DecodeConfig(max_new_tokens=LONG, shape=DraftShape(gamma=2)))
+
+    finished = recording.finished
+    assert list(finished.tokens) == reference(LONG)
+    assert_provenance_sums_up(recording)
+    proposals = finished.stats.proposals
+    assert proposals is not None and proposals.proposals > 0
+    assert proposals.nodes_sent == 3 * 2 * proposals.proposals  # the top 3 guesses, a chain of 2 each
+    assert recording.of(StatsUpdated)[-1].shape == "stream chain 2 x3"
 
 
 def test_tree_proposals_stream_the_same_output() -> None:

@@ -86,7 +86,7 @@ def test_the_stream_equals_ar_and_api_streaming_and_marks_the_drafted_tokens(set
     stats = finished.stats
     assert drafted and len(drafted) == stats.accepted
     assert stats.verify_rounds < stats.new_tokens  # tau > 1: server steps that took drafted tokens
-    assert stats.round_trips <= 3 and recording.of(StatsUpdated)[-1].shape == "stream chain 8"
+    assert stats.round_trips <= 3 and recording.of(StatsUpdated)[-1].shape == "stream chain 8 x4"
     print(
         f"\nSmolLM2 + MoA stream over lan: {stats.new_tokens} tokens, {stats.verify_rounds} server steps "
         f"(tau {stats.new_tokens / stats.verify_rounds:.2f}), {stats.accepted} drafted, "
