@@ -163,3 +163,12 @@ def test_the_check_sees_q_rows_that_do_not_follow_their_nodes() -> None:
 
     stat, dof = chi_square(Counter(first for first, _ in pairs), logits_to_probs(target_logits(()), PLAIN))
     assert stat > CHI2_CRITICAL_0_001[dof]
+
+
+def test_a_fan_one_step_late_keeps_only_the_chain_below_the_guess_the_server_made() -> None:
+    # drafts.neural.fan's layout: first level 11, 12, 13 (best first), then each chain's tokens level by level
+    fan = DraftTree((11, 12, 13, 21, 22, 23, 31, 32, 33), (0, 0, 0, 1, 2, 3, 4, 5, 6))
+    kept = applicable_subtree(fan, base=START, tokens=[9, 12], start=START, limit=64)
+
+    assert kept == DraftTree.chain([22, 32])  # what the step verifies: one chain, whatever the fan's width
+    assert applicable_subtree(fan, base=START, tokens=[9, 14], start=START, limit=64) is None  # no guess was right

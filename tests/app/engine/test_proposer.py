@@ -15,6 +15,7 @@ import torch
 
 from app.engine.proposal_tally import ProposalStats, ProposalTally
 from app.engine.proposer import Proposer, Sent
+from drafts.drafters.base import DraftShape
 from drafts.protocol import Generated
 from drafts.tree import DraftTree
 
@@ -131,3 +132,46 @@ def test_proposal_stats_add_up_and_report_per_step_figures() -> None:
     assert figures["mean_lag"] == 2.5 and figures["applied_share"] == 0.5
     assert figures["applied_nodes_per_step"] == 1.5 and figures["accepted_per_step"] == 0.5
     assert abs(figures["step_ms"] - 200.0) < 1e-6 and abs(figures["draft_ms"] - 50.0) < 1e-6  # type: ignore[operator]
+
+
+class RecordingDrafter:
+    """Stands in for the draft: records which proposal it was asked for."""
+
+    def __init__(self) -> None:
+        self.observed = BASE
+        self.asked: list[tuple[Any, ...]] = []
+
+    def fan(self, root: int, width: int, depth: int) -> DraftTree:
+        self.asked.append(("fan", root, width, depth))
+        return DraftTree.chain([1])
+
+    def start_chain(self, root: int) -> Any:
+        def grow(n: int) -> None:
+            self.asked.append(("chain", root, n))
+
+        return SimpleNamespace(grow=grow, tokens=[1], sparse_q=lambda n: None)
+
+
+def drafting_generation(width: int, max_tree_nodes: int) -> Any:
+    g = generation()
+    g.drafter = RecordingDrafter()
+    g.start_chain = g.drafter.start_chain
+    g.shape = DraftShape(gamma=4)
+    g.config = SimpleNamespace(stream_lead=1, stream_width=width)
+    g.session = SimpleNamespace(capabilities=SimpleNamespace(max_context=4096, max_tree_nodes=max_tree_nodes))
+    return g
+
+
+def test_a_chain_shape_drafts_a_fan_as_wide_as_configured_and_a_chain_where_a_fan_does_not_fit() -> None:
+    asked = []
+    for width, max_tree_nodes in ((4, 64), (4, 12), (1, 64), (4, 7)):
+        g = drafting_generation(width, max_tree_nodes)
+        Proposer(g, BASE, ROOT)._draft([], BASE, ROOT)
+        asked += g.drafter.asked
+
+    assert asked == [
+        ("fan", ROOT, 4, 5),  # the shape's chain of 4 plus the lead of 1, below each of the top 4 guesses
+        ("fan", ROOT, 4, 3),  # cut to the server's tree limit: 4 x 3 nodes
+        ("chain", ROOT, 5),  # width 1: one chain
+        ("chain", ROOT, 5),  # no room for 4 chains of 2: one chain
+    ]

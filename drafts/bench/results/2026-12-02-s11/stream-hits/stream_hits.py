@@ -158,6 +158,7 @@ def main() -> None:
     parser.add_argument("--chain", type=int, default=4)
     parser.add_argument("--stream", action="store_true", help="also stream each prompt through a loopback moa-server")
     parser.add_argument("--link", default="lan", help="the shaper's profile for --stream (none: no shaper)")
+    parser.add_argument("--width", type=int, default=1, help="--stream's EngineConfig.stream_width (1: one chain)")
     parser.add_argument("--shapes", default="chain4 fan2x4 fan4x4 fan8x4 4,4,16", help="simulated stream proposals")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -175,17 +176,17 @@ def main() -> None:
         draft = ClientDraft.of(NeuralDrafter(load_draft(checkpoint, runner)), draft_id(checkpoint), runner)
         with loopback_server(runner, checkpoint) as port, shaped(port, args.link) as link_port:
             url = LinkConfig(f"ws://127.0.0.1:{link_port}")
-            config = EngineConfig(url, gamma_min=args.chain, gamma_max=args.chain, stream=True)
+            config = EngineConfig(url, gamma_min=args.chain, gamma_max=args.chain, stream=True, stream_width=args.width)
             with EngineThread(config, draft) as engine:
                 engine.generate(prompts[0], DecodeConfig(max_new_tokens=4))  # warm up
                 for row, prompt in zip(rows, prompts, strict=True):
                     row["stream"] = stream_steps(engine, prompt, decode)
                     row["stream"]["identical"] = row["stream"].pop("tokens") == row["answer"]
-                    print(stream_summary([row]), flush=True)
+                    print(stream_summary([row], args.width), flush=True)
     result = {"config": vars(args) | {"json": str(args.json)}, "summary": summary(rows), "prompts": rows}
     result["simulated_summary"] = simulated_summary(rows, shapes)
     if args.stream:
-        result["stream_summary"] = stream_summary(rows)
+        result["stream_summary"] = stream_summary(rows, args.width)
     print(json.dumps({k: v for k, v in result.items() if "summary" in k}, indent=1))
     if args.json:
         args.json.write_text(json.dumps(result) + "\n")
@@ -289,12 +290,19 @@ def simulated_summary(rows: list[dict[str, Any]], shapes: list[str]) -> dict[str
     return out
 
 
-def stream_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def stream_summary(rows: list[dict[str, Any]], width: int) -> dict[str, Any]:
     """Per server step: the lag of the proposal held, whether any of it applied, whether its first level
-    held the token after its base (the lag-1 question: is the first guess right as often as forced?)."""
+    held the token after its base (the lag-1 question: is the first guess right as often as forced?), and
+    whether that agrees, step by step, with the teacher-forced draft at the same root (its top ``width``)."""
     steps = [step for row in rows for step in row["stream"]["steps"]]
     held = [s for s in steps if "base" in s]
     lag1 = [s for s in held if s["root"] - s["base"] == 1]
+    pairs = [
+        (s["next_after_base"] in s["first_level"], row["ranks"][s["base"] - row["n_prompt"]] < width)
+        for row in rows
+        for s in row["stream"]["steps"]
+        if "base" in s and s["root"] - s["base"] == 1 and 0 <= s["base"] - row["n_prompt"] < len(row["ranks"])
+    ]
     lags = [min(s["root"] - s["base"], 4) for s in held]
     return {
         "steps": len(steps),
@@ -304,6 +312,9 @@ def stream_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "applied_share": sum(s["applied"] > 0 for s in steps) / max(len(steps), 1),
         "lag1_applied_share": sum(s["applied"] > 0 for s in lag1) / max(len(lag1), 1),
         "lag1_first_level_hit": sum(s["next_after_base"] in s["first_level"] for s in lag1) / max(len(lag1), 1),
+        "lag1_forced_hit_at_the_same_roots": sum(f for _, f in pairs) / max(len(pairs), 1),
+        "lag1_stream_vs_forced_disagree": sum(h != f for h, f in pairs),
+        "lag1_compared": len(pairs),
         "tally_applied_share": [row["stream"]["tally"]["applied_share"] for row in rows if row["stream"]["tally"]],
     }
 
