@@ -1,7 +1,9 @@
 """What the server computes for each request, through the inference worker (never on the event loop).
 
     Prefill   append tokens            -> Prefilled (their activations; with ``later``, none: they
-              are kept on the session's record for Fetch, :mod:`server_stub.kept`)
+              are kept on the session's record for Fetch, or computed when fetched, :mod:`server_stub.kept`)
+    Fetch     kept rows                -> Fetched (at once, or a backend call between a running
+              Generate's steps: :func:`fetched`; the connection answers it beside the queue)
     Verify    one pass over a tree     -> Verified (accepted path, next token, activations)
     Rewind    drop tokens              -> Rewound
     Generate  server-side decoding     -> Generated parts, one per step, streamed as they come;
@@ -19,6 +21,8 @@ from __future__ import annotations
 from drafts.protocol import (
     Capabilities,
     Error,
+    Fetch,
+    Fetched,
     Generate,
     Generated,
     Prefill,
@@ -33,7 +37,7 @@ from server_stub.backend.base import VerifyJob
 from server_stub.cancels import CancelToken
 from server_stub.errors import InvalidRequestError
 from server_stub.generation import SendPart, stream_generation
-from server_stub.kept import KeptRows, after_rewind
+from server_stub.kept import KeptRows, after_rewind, check
 from server_stub.payloads import to_wire
 from server_stub.proposals import ProposalBox
 from server_stub.sessions import SessionRecord, SessionRegistry
@@ -88,10 +92,26 @@ async def _prefill(
             "false); send Prefill with later=false, in chunks"
         )
     session_id, tokens = record.session_id, request.tokens.tolist()
-    prefilled, waited = await worker.call(lambda backend: backend.prefill(session_id, tokens), session_id, token)
+    later = request.later
+    prefilled, waited = await worker.call(lambda b: b.prefill(session_id, tokens, later), session_id, token)
     timings = Timings(waited, prefilled.timings.forward_ms)
     vectors = to_wire(prefilled.vectors)
-    if not request.later:
+    if not later:
         return Prefilled(request.request_id, prefilled.committed, vectors, timings)
-    record.kept = KeptRows(prefilled.committed - len(tokens), len(tokens), vectors)
+    kept = None if prefilled.deferred else vectors  # None: the backend computes them from the KV when fetched
+    record.kept = KeptRows(prefilled.committed - len(tokens), len(tokens), kept)
     return Prefilled(request.request_id, prefilled.committed, {}, timings)
+
+
+async def fetched(request: Fetch, record: SessionRecord, worker: InferenceWorker) -> Fetched:
+    """The reply to a Fetch: the kept rows, or those computed from the KV on the worker (ordered among the
+    session's work, so between a running Generate's steps); the last piece frees what was kept."""
+    kept = check(record.kept, request)
+    activations = kept.slice(request)
+    if activations is None:
+        session_id, start, count = record.session_id, request.start, request.length
+        vectors, _ = await worker.call(lambda backend: backend.vectors(session_id, start, count), session_id)
+        activations = to_wire(vectors)
+    if record.kept is kept and request.start + request.length == kept.end:
+        record.kept = None
+    return Fetched(request.request_id, request.start, activations)

@@ -8,9 +8,9 @@
                the queue, so the cancelled request stops within one step; a Propose likewise
                goes straight into its Generate's ProposalBox (:mod:`server_stub.proposals`),
                and a malformed one naming a proposing Generate fails that Generate; a Fetch
-               is answered by the reader at once from the rows its session keeps
-               (:mod:`server_stub.kept`): it needs no model pass, and must not wait for a
-               running Generate
+               is answered beside the queue by a task of its own, from the rows its session
+               keeps (:mod:`server_stub.kept`), at once or after a backend call that runs
+               between a running Generate's steps: it must not wait for the Generate's end
     finish     Bye closes the session; a drop, an idle timeout or a fatal error detach it, and
                it waits ``resume_grace`` seconds for a Hello with ``resume_session``. Bye and a
                drop cancel every pending request first: nobody is listening for their replies
@@ -47,11 +47,10 @@ from drafts.protocol import (
     SessionState,
     Verify,
 )
-from server_stub.answers import Reply, Request, reply_to
+from server_stub.answers import Reply, Request, fetched, reply_to
 from server_stub.cancels import CancelToken
 from server_stub.errors import InvalidRequestError, error_code
 from server_stub.handshake import Handshake
-from server_stub.kept import fetch
 from server_stub.logs import log_event
 from server_stub.proposals import ProposalBox
 from server_stub.services import Services
@@ -81,6 +80,7 @@ class Connection:
         self._pending: dict[int, CancelToken] = {}  # request_id -> token, from read until answered
         self._queued: dict[int, int] = {}  # request_id -> bytes of its frame, from read until answered
         self._boxes: dict[int, ProposalBox] = {}  # request_id -> proposals of a proposing Generate, until answered
+        self._fetches: set[asyncio.Task[None]] = set()  # Fetches being answered, beside the queue
 
     async def run(self) -> None:
         refusal = self.services.slots.admit(self.client)
@@ -123,6 +123,8 @@ class Connection:
         finally:
             self._cancel_all("the connection ended")  # a drop: queued work is skipped, a Generate stops
             processor.cancel()
+            for task in self._fetches:
+                task.cancel()
 
     async def _read(self) -> None:
         while self.protocol.state is SessionState.OPEN:
@@ -138,7 +140,7 @@ class Connection:
                     self._cancel(event.request_id, "Cancel")
                     continue
                 if isinstance(event, Fetch):
-                    await self._fetch(event)
+                    self._fetch(event)
                     continue
                 if isinstance(event, Propose) or (isinstance(event, FrameRejected) and self._fails_a_stream(event)):
                     self._propose(event)
@@ -163,8 +165,13 @@ class Connection:
         self._queued[request.request_id] = self._queued.get(request.request_id, 0) + nbytes
         return True
 
-    async def _fetch(self, request: Fetch) -> None:
-        """A Fetch answered at once from the kept rows (the last piece frees them), or refused."""
+    def _fetch(self, request: Fetch) -> None:
+        """A Fetch, answered beside the queue by a task of its own (the reader reads on meanwhile)."""
+        task = asyncio.get_running_loop().create_task(self._answer_fetch(request))
+        self._fetches.add(task)
+        task.add_done_callback(self._fetches.discard)
+
+    async def _answer_fetch(self, request: Fetch) -> None:
         record = self.record
         assert record is not None
         reply: Fetched | Error
@@ -174,13 +181,16 @@ class Connection:
                     "this server does not keep vectors for later (started with --no-later: "
                     "Welcome.capabilities.later is false); prefill in chunks instead of fetching"
                 )
-            reply = fetch(record.kept, request)
-            if record.kept is not None and request.start + request.length == record.kept.end:
-                record.kept = None
-        except InvalidRequestError as exc:
+            reply = await fetched(request, record, self.services.worker)
+        except Exception as exc:  # the boundary, as for a queued request: its Error is the reply
+            code = error_code(exc)
+            if code is ErrorCode.INTERNAL:
+                log.exception("fetch.failed", extra={"fields": {"session": self._session_id()}})
             self.services.rejections.log(log, "fetch.refused", session=self._session_id(), reason=str(exc))
-            reply = Error(request.request_id, ErrorCode.BAD_FRAME, str(exc), fatal=False)
-        await self.ws.send(self.protocol.send(reply))
+            reply = Error(request.request_id, code, str(exc), fatal=False)
+        if self.protocol.state is SessionState.OPEN:
+            with contextlib.suppress(ConnectionClosed):
+                await self.ws.send(self.protocol.send(reply))
 
     def _cancel(self, request_id: int, reason: str) -> None:
         token = self._pending.get(request_id)

@@ -7,7 +7,9 @@ server forward of its own, and the first token waits for them all. With a server
 with the first Verify right behind it: one forward, a small reply, then the first token. Only
 then are the vectors fetched, in pieces sized as the chunks were and as many in flight, so they
 never go ahead of the first token on the link and never queue more than the chunks did ahead of
-the keepalive's pong. The server answers a Fetch at once, beside a running Generate.
+the keepalive's pong. The server answers a Fetch beside its queue (a running Generate's steps
+and the Fetches' rows share its worker), and for a MoA draft computes the memory vectors only
+then, so even the compressor's pass over the prompt comes after the first token.
 
     Later            the hand-off: the session's fetch task puts each piece (on the loop), the
                      draft's worker takes them in order (blocking there, so whatever is queued

@@ -204,7 +204,7 @@ class Propose:
 class Fetch:
     """The kept activations of ``length`` tokens from session index ``start`` (of a ``Prefill(later=True)``).
 
-    Answered at once (it needs no model pass), ahead of the requests queued or running before it.
+    Answered beside the queue (it needs no forward of the target), not behind the requests before it.
     """
 
     TYPE: ClassVar[MessageType] = MessageType.FETCH

@@ -17,7 +17,7 @@ A session, in order (client = the user's machine running the draft, server = the
     Propose(id, base, tree)           ->                                     drafts for a running Generate(propose=True)
     Prefill(id, tokens, later=True)   ->                                     append, keep the activations
                                       <-    Prefilled(id, committed)         no activations
-    Fetch(id, start, length)          ->                                     answered at once, from what was kept
+    Fetch(id, start, length)          ->                                     beside the queue: the kept rows
                                       <-    Fetched(id, start, activations)
     Cancel(id)                        ->                                     stop request ``id`` (no reply of its own)
     Bye()                             ->                                     also stops every pending request
@@ -87,13 +87,15 @@ MoA draft's memory vectors: ~1.2 KB a token), so a client prefills in chunks to 
 flight small, and each chunk is a forward of its own before the first Verify or Generate is
 answered. ``Prefill(later=True)`` asks the server to run the tokens at once and answer a
 ``Prefilled`` with no activations, *keeping* them (the rows of that Prefill only; a newer
-``Prefill(later=True)`` replaces them, a Rewind below their end drops them). The client sends its
-first Verify or Generate right behind, and after that reply (so they never go ahead of it on the
-link) asks for the kept rows with ``Fetch(request_id, start, length)``, in pieces it sizes (the
-bytes in flight stay bounded, as the chunks' were). A Fetch needs no model pass: the server
-answers it at once, ahead of the requests queued or running before it (a running Generate
-included), with ``Fetched(request_id, start, activations)``, one row per token from session index
-``start``; rows not kept (never, or no more) are refused with BAD_FRAME naming the rows it keeps.
+``Prefill(later=True)`` replaces them, a Rewind below their end drops them; activations that come
+from the KV, a MoA draft's memory vectors, the server may compute only when they are fetched).
+The client sends its first Verify or Generate right behind, and after that reply (so they never
+go ahead of it on the link) asks for the kept rows with ``Fetch(request_id, start, length)``, in
+pieces it sizes (the bytes in flight stay bounded, as the chunks' were). A Fetch needs no forward
+of the target: the server answers it beside the queue, not behind the requests queued or running
+before it (a running Generate included; at most one of its steps goes first), with
+``Fetched(request_id, start, activations)``, one row per token from session index ``start``;
+rows not kept (never, or no more) are refused with BAD_FRAME naming the rows it keeps.
 ``Welcome.capabilities.later`` says the server takes both; a server started with
 ``moa-server --no-later`` refuses them with BAD_FRAME, and a client prefills in chunks as before.
 

@@ -45,10 +45,16 @@ class TargetSession:
 
     def tail_kv(self, count: int) -> torch.Tensor:
         """Keys and values of the last ``count`` committed tokens: (count, L, 2 * n_kv * hd)."""
+        return self.kv_rows(self.length - count, count)
+
+    def kv_rows(self, start: int, count: int) -> torch.Tensor:
+        """Keys and values of the committed tokens ``start`` .. ``start + count - 1``: (count, L, 2 * n_kv * hd)."""
+        if start < 0 or start + count > self.length:
+            raise ValueError(f"rows {start}..{start + count - 1} are not committed (0..{self.length - 1} are)")
         per_layer = []
         for layer in self._layers():
-            k = layer.keys[0, :, self.length - count : self.length]  # (n_kv, count, hd)
-            v = layer.values[0, :, self.length - count : self.length]  # (n_kv, count, hd)
+            k = layer.keys[0, :, start : start + count]  # (n_kv, count, hd)
+            v = layer.values[0, :, start : start + count]  # (n_kv, count, hd)
             kv = torch.cat([k, v], dim=-1).transpose(0, 1)  # (count, n_kv, 2 hd)
             per_layer.append(kv.reshape(count, -1))  # (count, n_kv * 2 hd)
         return torch.stack(per_layer, dim=1)  # (count, L, 2 n_kv hd)

@@ -88,6 +88,7 @@ class PrefillOutcome:
     committed: int  # the session's committed length after the prefill
     vectors: Activations  # one row per prefilled token, as the session's needs ask
     timings: StepTimings
+    deferred: bool = False  # not computed (a later prefill whose needs come from the KV): ``vectors(...)`` will
 
 
 @dataclass(frozen=True)
@@ -121,8 +122,14 @@ class TargetBackend(Protocol):
         """Start an empty session; raises DraftUnsupportedError if ``needs`` cannot be served."""
         ...
 
-    def prefill(self, session_id: str, tokens: Sequence[int]) -> PrefillOutcome:
-        """Commit ``tokens`` after what the session holds and return their vectors."""
+    def prefill(self, session_id: str, tokens: Sequence[int], later: bool = False) -> PrefillOutcome:
+        """Commit ``tokens`` after what the session holds and return their vectors; ``later``: the vectors
+        are wanted after the reply, so those that ``vectors`` can compute from the KV are not computed now."""
+        ...
+
+    def vectors(self, session_id: str, start: int, count: int) -> Activations:
+        """The vectors of committed tokens ``start`` .. ``start + count - 1``, from the KV they left (a later
+        prefill's, fetched); raises InvalidRequestError for rows not committed."""
         ...
 
     def verify(self, jobs: Sequence[VerifyJob]) -> list[VerifyOutcome | ServerError]:

@@ -27,7 +27,7 @@ import torch
 
 from drafts.acceptance import Acceptance, accept_tree
 from drafts.protocol import Needs
-from drafts.target.activations import ActivationRequest, Activations
+from drafts.target.activations import NOTHING, ActivationRequest, Activations
 from drafts.target.runner import TargetRunner
 from drafts.target.session import TargetSession
 from drafts.tree import DraftTree
@@ -119,21 +119,31 @@ class TransformersBackend:
         self._sessions.pop(session_id, None)
         self._sessions[session_id] = _Session(needs, request, self.runner.new_session())
 
-    def prefill(self, session_id: str, tokens: Sequence[int]) -> PrefillOutcome:
+    def prefill(self, session_id: str, tokens: Sequence[int], later: bool = False) -> PrefillOutcome:
         session, target = self._live(session_id)
         tokens = list(tokens)
         self._check_tokens(tokens)
         self._check_room(target.length, len(tokens), "prefilling")
         t0 = time.perf_counter()
+        deferred = later and not session.needs.hidden_layers  # all it needs is in the KV: computed when fetched
+        request = NOTHING if deferred else session.request
         if tokens:
-            self.runner.extend(target, tokens, session.request, last_only=True)
-            acts = self.runner.commit(target, None, session.request)
+            self.runner.extend(target, tokens, request, last_only=True)
+            acts = self.runner.commit(target, None, request)
         else:
             acts = Activations()
-        vectors = self._vectors([session], [acts])[0] if tokens else Activations()
+        vectors = self._vectors([session], [acts])[0] if tokens and not deferred else Activations()
         timings = StepTimings((time.perf_counter() - t0) * 1e3)
         self._account(session_id, session)
-        return PrefillOutcome(target.length, vectors, timings)
+        return PrefillOutcome(target.length, vectors, timings, deferred)
+
+    def vectors(self, session_id: str, start: int, count: int) -> Activations:
+        session, target = self._live(session_id)
+        try:
+            kv = target.kv_rows(start, count)
+        except ValueError as exc:
+            raise InvalidRequestError(f"{exc}; fetch rows the session still holds") from None
+        return self._vectors([session], [Activations({}, kv)])[0]
 
     def verify(self, jobs: Sequence[VerifyJob]) -> list[VerifyOutcome | ServerError]:
         results: list[VerifyOutcome | ServerError | None] = [None] * len(jobs)

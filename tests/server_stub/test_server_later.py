@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from drafts.errors import ErrorCode
@@ -11,7 +12,9 @@ from tests.server_stub.remote_client import RemoteClient
 from tests.server_stub.serving import PROMPT, opened, run, serving
 from tests.server_stub.test_server_cancel import SlowBackend
 
-HIDDEN = Needs(hidden_layers=(1,))
+HIDDEN = Needs(hidden_layers=(1,))  # computed by the prefill's forward, kept
+KV = Needs(all_layer_kv=True)  # read from the cache when fetched (as a MoA draft's memory vectors)
+NEEDS = pytest.mark.parametrize(("needs", "name"), [(HIDDEN, "hidden:1"), (KV, "kv")], ids=["kept", "from-kv"])
 
 
 async def _prefill_later(client: RemoteClient, tokens: list[int]) -> Prefilled | Error:
@@ -28,11 +31,14 @@ async def _fetch(client: RemoteClient, start: int, length: int) -> Fetched | Err
     return reply
 
 
-def test_a_later_prefill_answers_without_vectors_and_its_fetched_rows_are_a_plain_prefills() -> None:
+@NEEDS
+def test_a_later_prefill_answers_without_vectors_and_its_fetched_rows_are_a_plain_prefills(
+    needs: Needs, name: str
+) -> None:
     async def scenario() -> tuple[Prefilled | Error, list[Fetched | Error], Prefilled]:
         async with serving() as server:
-            later, _ = await opened(server, needs=HIDDEN)
-            plain, _ = await opened(server, needs=HIDDEN)
+            later, _ = await opened(server, needs=needs)
+            plain, _ = await opened(server, needs=needs)
             small = await _prefill_later(later, PROMPT)
             pieces = [await _fetch(later, 0, 7), await _fetch(later, 7, len(PROMPT) - 7)]
             reference = await plain.prefill(PROMPT)
@@ -43,16 +49,17 @@ def test_a_later_prefill_answers_without_vectors_and_its_fetched_rows_are_a_plai
 
     assert isinstance(small, Prefilled) and small.committed == len(PROMPT) and not small.activations
     assert all(isinstance(p, Fetched) for p in pieces) and [p.start for p in pieces] == [0, 7]  # type: ignore[union-attr]
-    rows = torch.cat([p.activations["hidden:1"] for p in pieces])  # type: ignore[union-attr]
-    assert torch.equal(rows, reference.activations["hidden:1"])
+    rows = torch.cat([p.activations[name] for p in pieces])  # type: ignore[union-attr]
+    assert torch.equal(rows, reference.activations[name])
 
 
-def test_a_fetch_is_answered_at_once_while_a_generate_runs_ahead_of_it() -> None:
+@NEEDS
+def test_a_fetch_is_answered_while_a_generate_runs_ahead_of_it(needs: Needs, name: str) -> None:
     """The Fetch goes after the Generate's first part; its reply comes before the Generate's last."""
 
     async def scenario() -> list[str]:
         async with serving(SlowBackend()) as server:
-            client, _ = await opened(server, needs=HIDDEN)
+            client, _ = await opened(server, needs=needs)
             assert isinstance(await _prefill_later(client, PROMPT[:-1]), Prefilled)
             stops = torch.empty(0, dtype=torch.int64)
             generate = Generate(client.protocol.new_request_id(), PROMPT[-1], 30, stops, SamplingConfig())

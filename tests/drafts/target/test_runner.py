@@ -253,3 +253,15 @@ def test_exceeding_the_context_raises_a_context_overflow_error(runner: TargetRun
     logits = runner.extend(session, random_tokens(8, seed=3))  # exactly full still fits
 
     assert logits.shape[0] == 8
+
+
+def test_kv_rows_are_the_all_layer_kv_a_commit_returned_for_them(runner: TargetRunner) -> None:
+    session = runner.new_session()
+    runner.extend(session, PROMPT[:5])
+    runner.commit(session)
+    runner.extend(session, PROMPT[5:], ALL)
+    committed = runner.commit(session, None, ALL)
+
+    assert committed.kv is not None and torch.equal(session.kv_rows(5, len(PROMPT) - 5), committed.kv)
+    with pytest.raises(ValueError, match="not committed"):
+        session.kv_rows(5, len(PROMPT))
