@@ -13,17 +13,25 @@ import torch
 
 from app.engine import session as session_module
 from app.engine.errors import LinkDownError, VerifierRefusedError
+from app.engine.events import LinkLost
 from app.engine.later import Later, fetch
 from app.engine.session import VerifierSession
 from app.engine.sync import EngineThread
 from drafts.decoding.config import DecodeConfig
 from drafts.drafters.base import DraftShape
 from drafts.errors import ErrorCode
-from drafts.net import ShaperThread, preset
+from drafts.net import LinkProfile, ShaperThread, preset
 from drafts.protocol import Fetch, Fetched, Prefilled, Verified, Verify
 from drafts.sampling import SamplingConfig
 from drafts.tree import DraftTree
-from tests.app.engine.scenario import SERVER_RUNNER, client_draft, engine_config, moa_compressor, reference
+from tests.app.engine.scenario import (
+    SERVER_RUNNER,
+    Recording,
+    client_draft,
+    engine_config,
+    moa_compressor,
+    reference,
+)
 from tests.app.engine.servers import ServerThread
 from tests.tiny_targets import random_tokens
 
@@ -143,3 +151,19 @@ def test_a_refused_or_lost_piece_ends_the_vectors_early_with_the_reason_and_the_
 
     assert lost == ([0], "the link dropped")
     assert refused[0] == [0] and "keeps no rows" in refused[1]
+
+
+def test_on_a_slow_link_the_fetched_pieces_never_hold_a_pong_past_its_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session_module, "PREFILL_FRAME_BYTES", 3000)  # 0.5 s at this link's 6 kB/s
+    slow = LinkProfile("slow", latency_ms=5, bandwidth_bps=50_000)
+    prompt = random_tokens(120, seed=7)
+    recording = Recording()
+    with (
+        ServerThread(SERVER_RUNNER, moa_compressor()) as server,
+        ShaperThread(upstream_port=server.port, profile=slow) as link,
+        EngineThread(engine_config(link.port, stream=True), client_draft("moa")) as engine,
+    ):
+        for event in engine.stream(prompt, DecodeConfig(max_new_tokens=4)):
+            recording.add(event)
+
+    assert list(recording.finished.tokens) == reference(4, prompt) and not recording.of(LinkLost)
