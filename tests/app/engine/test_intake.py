@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from app.engine.client_draft import ClientDraft
+from app.engine.config import EngineConfig
 from app.engine.events import Finished, TokenGenerated
 from app.engine.intake import Intake
 from app.engine.sync import EngineThread
@@ -65,11 +66,16 @@ def server() -> ServerThread:
     return ServerThread(SERVER_RUNNER, moa_compressor())
 
 
+def chain_config(port: int, stream: bool) -> EngineConfig:
+    """The engine's settings for the held target draft, which drafts chains only (a stream's fan is 1 wide)."""
+    return engine_config(port, stream=stream, stream_width=1)
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["rounds", "stream"])
 def test_the_first_token_is_shown_while_the_draft_still_takes_in_the_prompt(stream: bool) -> None:
     model = HeldIntake()
     pending_at_first: list[bool] = []
-    with server() as verifier, EngineThread(engine_config(verifier.port, stream=stream), held(model)) as engine:
+    with server() as verifier, EngineThread(chain_config(verifier.port, stream), held(model)) as engine:
         events: list[Any] = []
         for event in engine.stream(PROMPT, DECODE):
             events.append(event)
@@ -89,7 +95,7 @@ def test_a_failed_intake_is_raised_to_the_caller_not_lost(stream: bool) -> None:
     model = HeldIntake(fail=True)
     with (
         server() as verifier,
-        EngineThread(engine_config(verifier.port, stream=stream), held(model)) as engine,
+        EngineThread(chain_config(verifier.port, stream), held(model)) as engine,
         pytest.raises(RuntimeError, match="failed to take in the prompt"),
     ):
         engine.generate(PROMPT, DECODE)
