@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import struct
 
 import torch
 
+from drafts.protocol.codec import PREFIX_BYTES
 from drafts.protocol.messages import (
     PROTOCOL_VERSION,
     Bye,
@@ -30,6 +33,7 @@ from drafts.protocol.messages import (
     Verify,
     Welcome,
 )
+from drafts.protocol.state import ClientProtocol, ServerProtocol
 from drafts.protocol.tensors import encode_tensor
 from drafts.sampling import SamplingConfig
 
@@ -144,3 +148,24 @@ def assert_same(a: Message, b: Message) -> None:
                 assert encode_tensor(x[key]) == encode_tensor(y[key]), key
         else:
             assert x == y, f.name
+
+
+def open_session() -> tuple[ClientProtocol, ServerProtocol]:
+    """A client and a server protocol past the handshake."""
+    client, server = ClientProtocol(), ServerProtocol()
+    server.receive(client.send(hello()))
+    client.receive(server.send(welcome()))
+    return client, server
+
+
+def edited_frame(frame: bytes, edit: dict[str, object]) -> bytes:
+    """``frame`` with header fields changed (None: removed), the tensors kept."""
+    (length,) = struct.unpack_from(">I", frame, 4)
+    header = json.loads(frame[PREFIX_BYTES : PREFIX_BYTES + length])
+    for key, value in edit.items():
+        if value is None:
+            header.pop(key)
+        else:
+            header[key] = value
+    raw = json.dumps(header).encode()
+    return frame[:4] + struct.pack(">I", len(raw)) + raw + frame[PREFIX_BYTES + length :]

@@ -3,36 +3,15 @@
 from __future__ import annotations
 
 import json
-import struct
 
 import pytest
 import torch
 
 from drafts.errors import MalformedFrameError, ProtocolError
-from drafts.protocol.codec import PREFIX_BYTES, Limits, decode, encode
+from drafts.protocol.codec import Limits, decode, encode
 from drafts.protocol.messages import Capabilities, Fetch, Fetched, Prefill, Prefilled
-from drafts.protocol.state import Answered, ClientProtocol, FrameRejected, ServerProtocol
-from tests.drafts.protocol.examples import hello, welcome
-
-
-def _open_session() -> tuple[ClientProtocol, ServerProtocol]:
-    client, server = ClientProtocol(), ServerProtocol()
-    server.receive(client.send(hello()))
-    client.receive(server.send(welcome()))
-    return client, server
-
-
-def _edited(frame: bytes, edit: dict[str, object]) -> bytes:
-    """``frame`` with header fields changed (None: removed), the tensors kept."""
-    (length,) = struct.unpack_from(">I", frame, 4)
-    header = json.loads(frame[PREFIX_BYTES : PREFIX_BYTES + length])
-    for key, value in edit.items():
-        if value is None:
-            header.pop(key)
-        else:
-            header[key] = value
-    raw = json.dumps(header).encode()
-    return frame[:4] + struct.pack(">I", len(raw)) + raw + frame[PREFIX_BYTES + length :]
+from drafts.protocol.state import Answered, FrameRejected
+from tests.drafts.protocol.examples import edited_frame, open_session, welcome
 
 
 def test_a_fetch_and_its_reply_read_back_as_sent() -> None:
@@ -49,8 +28,8 @@ def test_a_frame_without_the_fields_protocol_7_added_reads_as_a_plain_prefill_an
     caps = Capabilities(2048, 64, 2**20, "float16", False, "cpu", propose=True, later=True)
     older_caps = {k: v for k, v in json.loads(json.dumps(caps.__dict__)).items() if k != "later"}
 
-    prefill = decode(_edited(encode(Prefill(3, torch.tensor([1, 2]), later=True)), {"later": None}), Limits())
-    older = decode(_edited(encode(welcome(capabilities=caps)), {"capabilities": older_caps}), Limits())
+    prefill = decode(edited_frame(encode(Prefill(3, torch.tensor([1, 2]), later=True)), {"later": None}), Limits())
+    older = decode(edited_frame(encode(welcome(capabilities=caps)), {"capabilities": older_caps}), Limits())
 
     assert isinstance(prefill, Prefill) and prefill.later is False
     assert isinstance(older, type(welcome())) and older.capabilities.later is False and older.capabilities.propose
@@ -62,7 +41,7 @@ def test_a_frame_without_the_fields_protocol_7_added_reads_as_a_plain_prefill_an
 )
 def test_a_bad_fetch_is_refused_with_an_error_that_names_the_field(edit: dict[str, object], named: str) -> None:
     with pytest.raises(ProtocolError) as caught:
-        decode(_edited(encode(Fetch(5, 12, 4)), edit), Limits())
+        decode(edited_frame(encode(Fetch(5, 12, 4)), edit), Limits())
 
     assert named in str(caught.value) and caught.value.request_id == 5
 
@@ -73,7 +52,7 @@ def test_fetched_rows_must_agree_in_number() -> None:
 
 
 def test_the_client_tracks_a_fetch_until_its_fetched_reply_and_the_server_lets_it_through() -> None:
-    client, server = _open_session()
+    client, server = open_session()
 
     (event,) = server.receive(client.send(Fetch(4, 0, 2)))
     (answered,) = client.receive(server.send(Fetched(4, 0, {"memory": torch.zeros(2, 6)})))
@@ -83,7 +62,7 @@ def test_the_client_tracks_a_fetch_until_its_fetched_reply_and_the_server_lets_i
 
 
 def test_a_prefilled_for_a_fetch_is_out_of_step_and_closes_the_client() -> None:
-    client, server = _open_session()
+    client, server = open_session()
     client.send(Fetch(4, 0, 2))
 
     (rejected,) = client.receive(server.send(Prefilled(4, 2)))

@@ -11,30 +11,17 @@ import torch
 from drafts.errors import ErrorCode, ProtocolError
 from drafts.protocol.codec import PREFIX_BYTES, Limits, decode, encode
 from drafts.protocol.messages import Capabilities, Error, Generate, Generated, Propose
-from drafts.protocol.state import ClientProtocol, FrameRejected, ServerProtocol, SessionState, Streamed
+from drafts.protocol.state import FrameRejected, ServerProtocol, SessionState, Streamed
 from drafts.sampling import SamplingConfig
 from drafts.tree import DraftTree
-from tests.drafts.protocol.examples import assert_same, hello, propose, sparse_propose, welcome
-
-
-def _open_session() -> tuple[ClientProtocol, ServerProtocol]:
-    client, server = ClientProtocol(), ServerProtocol()
-    server.receive(client.send(hello()))
-    client.receive(server.send(welcome()))
-    return client, server
-
-
-def _edited(frame: bytes, edit: dict[str, object]) -> bytes:
-    """``frame`` with header fields changed (None: removed), the tensors kept."""
-    (length,) = struct.unpack_from(">I", frame, 4)
-    header = json.loads(frame[PREFIX_BYTES : PREFIX_BYTES + length])
-    for key, value in edit.items():
-        if value is None:
-            header.pop(key)
-        else:
-            header[key] = value
-    raw = json.dumps(header).encode()
-    return frame[:4] + struct.pack(">I", len(raw)) + raw + frame[PREFIX_BYTES + length :]
+from tests.drafts.protocol.examples import (
+    assert_same,
+    edited_frame,
+    open_session,
+    propose,
+    sparse_propose,
+    welcome,
+)
 
 
 def _refused(frame: bytes, limits: Limits | None = None) -> ProtocolError:
@@ -57,8 +44,8 @@ def test_a_frame_without_the_fields_protocol_6_added_reads_as_plain_streaming() 
     generate = Generate(3, 4, 8, torch.tensor([2]), SamplingConfig())
     generated = Generated(3, torch.tensor([9]), 5, done=False)
 
-    old_generate = decode(_edited(encode(generate), {"propose": None}), Limits())
-    old_generated = decode(_edited(encode(generated), {"drafted": None}), Limits())
+    old_generate = decode(edited_frame(encode(generate), {"propose": None}), Limits())
+    old_generated = decode(edited_frame(encode(generated), {"drafted": None}), Limits())
 
     assert isinstance(old_generate, Generate) and old_generate.propose is False
     assert isinstance(old_generated, Generated) and old_generated.drafted == 0 and not old_generated.activations
@@ -85,7 +72,7 @@ def test_capabilities_say_whether_the_server_takes_proposals() -> None:
 def test_a_malformed_propose_header_is_refused_naming_the_field_and_its_generate(
     edit: dict[str, object], match: str
 ) -> None:
-    error = _refused(_edited(encode(propose(request_id=7)), edit))
+    error = _refused(edited_frame(encode(propose(request_id=7)), edit))
 
     assert error.code is ErrorCode.BAD_FRAME
     assert error.request_id == 7  # the Generate the proposal was for: the Error answers it
@@ -146,7 +133,7 @@ def test_a_sparse_proposal_whose_token_is_not_among_its_kept_ids_is_refused() ->
 
 
 def test_the_server_takes_a_propose_at_once_and_the_client_does_not_wait_for_a_reply() -> None:
-    client, server = _open_session()
+    client, server = open_session()
     generate = Generate(client.new_request_id(), 4, 8, torch.tensor([2]), SamplingConfig(), propose=True)
     server.receive(client.send(generate))
 
@@ -163,8 +150,8 @@ def test_the_server_takes_a_propose_at_once_and_the_client_does_not_wait_for_a_r
 
 
 def test_a_malformed_propose_is_refused_with_the_request_id_of_its_generate_and_the_session_goes_on() -> None:
-    client, server = _open_session()
-    frame = _edited(encode(propose(request_id=5)), {"base": "x"})
+    client, server = open_session()
+    frame = edited_frame(encode(propose(request_id=5)), {"base": "x"})
 
     [event] = server.receive(frame)
 
