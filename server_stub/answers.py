@@ -37,7 +37,7 @@ from server_stub.backend.base import VerifyJob
 from server_stub.cancels import CancelToken
 from server_stub.errors import InvalidRequestError
 from server_stub.generation import SendPart, stream_generation
-from server_stub.kept import KeptRows, after_rewind, check
+from server_stub.kept import KeptRows, after_rewind, check, require_later
 from server_stub.payloads import to_wire
 from server_stub.proposals import ProposalBox
 from server_stub.sessions import SessionRecord, SessionRegistry
@@ -86,11 +86,8 @@ async def _prefill(
     request: Prefill, record: SessionRecord, worker: InferenceWorker, caps: Capabilities, token: CancelToken
 ) -> Prefilled:
     """The tokens appended; their activations in the reply, or kept on ``record`` for Fetch (``later``)."""
-    if request.later and not caps.later:
-        raise InvalidRequestError(
-            "this server does not keep vectors for later (started with --no-later: Welcome.capabilities.later is "
-            "false); send Prefill with later=false, in chunks"
-        )
+    if request.later:
+        require_later(caps, "send Prefill with later=false, in chunks")
     session_id, tokens = record.session_id, request.tokens.tolist()
     later = request.later
     prefilled, waited = await worker.call(lambda b: b.prefill(session_id, tokens, later), session_id, token)

@@ -49,8 +49,9 @@ from drafts.protocol import (
 )
 from server_stub.answers import Reply, Request, fetched, reply_to
 from server_stub.cancels import CancelToken
-from server_stub.errors import InvalidRequestError, error_code
+from server_stub.errors import error_code
 from server_stub.handshake import Handshake
+from server_stub.kept import require_later
 from server_stub.logs import log_event
 from server_stub.proposals import ProposalBox
 from server_stub.services import Services
@@ -176,11 +177,7 @@ class Connection:
         assert record is not None
         reply: Fetched | Error
         try:
-            if not self.services.capabilities.later:
-                raise InvalidRequestError(
-                    "this server does not keep vectors for later (started with --no-later: "
-                    "Welcome.capabilities.later is false); prefill in chunks instead of fetching"
-                )
+            require_later(self.services.capabilities, "prefill in chunks instead of fetching")
             reply = await fetched(request, record, self.services.worker)
         except Exception as exc:  # the boundary, as for a queued request: its Error is the reply
             code = error_code(exc)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from drafts.protocol import Fetch
+from drafts.protocol import Capabilities, Fetch
 from server_stub.errors import InvalidRequestError
 
 
@@ -58,3 +58,12 @@ def check(kept: KeptRows | None, request: Fetch) -> KeptRows:
 def after_rewind(kept: KeptRows | None, length: int) -> KeptRows | None:
     """What stays kept once the session is cut to ``length`` tokens (nothing, if that cuts into the rows)."""
     return kept if kept is not None and kept.end <= length else None
+
+
+def require_later(caps: Capabilities, fix: str) -> None:
+    """Refuse a later Prefill or a Fetch when this server keeps no vectors (``--no-later``), naming ``fix``."""
+    if not caps.later:
+        raise InvalidRequestError(
+            f"this server does not keep vectors for later (started with --no-later: Welcome.capabilities.later is "
+            f"false); {fix}"
+        )

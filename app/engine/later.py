@@ -15,6 +15,8 @@ then, so even the compressor's pass over the prompt comes after the first token.
                      draft's worker takes them in order (blocking there, so whatever is queued
                      for the draft after it, the first round's vectors, a stream's parts, waits
                      behind the prompt's, as the draft must observe them in order)
+    prefill_later    a generation's start: the prompt as one Prefill(later), the first request right
+                     behind it, the fetch task started behind that request's reply
     fetch(...)       the fetch task: behind the first token's reply, the pieces, PIPELINE in flight
 
 A piece that cannot come (the link dropped, the server refused) ends the hand-off early: the draft
@@ -29,9 +31,16 @@ import contextlib
 import queue
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING
+
+import torch
 
 from app.engine.errors import LinkDownError, VerifierRefusedError
-from drafts.protocol import Fetch, Fetched, Prefilled
+from drafts.protocol import Fetch, Fetched, Prefill, Prefilled
+
+if TYPE_CHECKING:
+    from app.engine.link import Reply, Request
+    from app.engine.session import VerifierSession
 
 PIECE_WAIT_S = 600.0  # the most the draft's worker waits for one piece: a bound, never reached when the loop is alive
 Piece = tuple[int, list[int], Prefilled]  # (session index of the first token, the tokens, their rows)
@@ -103,3 +112,39 @@ async def fetch(later: Later, ask: Ask, first: Awaitable[object], piece: Callabl
         for _, _, task in in_flight:
             task.cancel()
         later.close("cancelled")
+
+
+async def prefill_later(
+    session: VerifierSession,
+    tokens: list[int],
+    take: Callable[[Later], None],
+    behind: asyncio.Future[Reply] | None,
+    then: Request,
+    pipeline: int,
+) -> Reply:
+    """``tokens`` in one Prefill(later) (behind ``behind``, a Rewind, when given), ``then`` right behind it;
+    their vectors handed to ``take`` as a :class:`Later` fetched behind ``then``'s reply (``pipeline`` pieces in
+    flight), which is returned."""
+    request = Prefill(0, torch.tensor(tokens, dtype=torch.int64), later=True)
+    prefill = asyncio.ensure_future(session.ask(request, pipelined=behind is not None))
+    first = asyncio.ensure_future(session.ask(then, pipelined=True))
+    try:
+        if behind is not None:
+            await behind
+        reply = await prefill
+        assert isinstance(reply, Prefilled)
+        session.prefill_sent += len(tokens)
+        vectors = Later(reply.committed - len(tokens), tokens)
+
+        async def piece_of(request: Fetch, pipelined: bool) -> Fetched:  # its bytes per token size the next
+            fetched = await session.ask(request, pipelined=pipelined)
+            assert isinstance(fetched, Fetched)
+            session.size_chunks(fetched, request.length)
+            return fetched
+
+        vectors.task = asyncio.ensure_future(fetch(vectors, piece_of, first, lambda: session.prefill_chunk, pipeline))
+        take(vectors)  # queued for the draft before anything the caller queues after the first token
+        return await first
+    finally:
+        prefill.cancel()
+        first.cancel()

@@ -41,7 +41,7 @@ from app.engine.config import EngineConfig
 from app.engine.draftless import Draftless
 from app.engine.errors import LinkDownError, VerifierRefusedError, VerifierUnavailableError
 from app.engine.events import EngineEvent, Reconnecting
-from app.engine.later import Later, fetch
+from app.engine.later import Later, prefill_later
 from app.engine.link import Link, OnPart, Reply, Request, Traffic
 from drafts.errors import ErrorCode
 from drafts.protocol import (
@@ -100,7 +100,7 @@ class VerifierSession:
     @property
     def keeps_vectors(self) -> bool:
         """Whether the server keeps a Prefill's vectors for Fetch (``Capabilities.later``; older servers: no)."""
-        return self.up and bool(getattr(self.capabilities, "later", False))
+        return self.up and self.capabilities.later
 
     # -- requests --------------------------------------------------------------------------------
     async def ask(
@@ -171,7 +171,7 @@ class VerifierSession:
         reply (None without one). ``later``, with ``then`` and a server that keeps vectors: the tokens
         go as one Prefill(later), their vectors to ``later`` after ``then``'s reply (:mod:`app.engine.later`)."""
         if later is not None and then is not None and tokens and self.keeps_vectors:
-            return await self._prefill_later(tokens, later, behind, then)
+            return await prefill_later(self, tokens, later, behind, then, PREFILL_PIPELINE)
         in_flight: deque[tuple[list[int], asyncio.Future[Reply]]] = deque()
         last: asyncio.Future[Reply] | None = None
         try:
@@ -186,8 +186,7 @@ class VerifierSession:
                 reply = await task
                 assert isinstance(reply, Prefilled)
                 self.prefill_sent += len(piece)
-                frame = PREFILL_FRAME_BYTES / PREFILL_PIPELINE
-                self.prefill_chunk = max(1, int(frame // _bytes_per_token(reply, len(piece))))
+                self.size_chunks(reply, len(piece))
                 done += self._send_chunks(tokens, done, in_flight)  # before the draft takes this one in
                 if then is not None and last is None and done == len(tokens):
                     last = self._send_behind(then, bool(in_flight))
@@ -201,36 +200,10 @@ class VerifierSession:
             if last is not None:
                 last.cancel()
 
-    async def _prefill_later(
-        self, tokens: list[int], later: TakeLater, behind: asyncio.Future[Reply] | None, then: Request
-    ) -> Reply:
-        """``tokens`` in one Prefill(later), ``then`` right behind; the vectors fetched behind ``then``'s reply."""
-        request = Prefill(0, torch.tensor(tokens, dtype=torch.int64), later=True)
-        prefill = asyncio.ensure_future(self.ask(request, pipelined=behind is not None))
-        first = self._send_behind(then, True)
-        try:
-            if behind is not None:
-                await behind
-            reply = await prefill
-            assert isinstance(reply, Prefilled)
-            self.prefill_sent += len(tokens)
-            vectors = Later(reply.committed - len(tokens), tokens)
-            vectors.task = asyncio.ensure_future(
-                fetch(vectors, self._fetch, first, lambda: self.prefill_chunk, PREFILL_PIPELINE)
-            )
-            later(vectors)  # queued for the draft before anything the caller queues after the first token
-            return await first
-        finally:
-            prefill.cancel()
-            first.cancel()
-
-    async def _fetch(self, request: Fetch, pipelined: bool) -> Fetched:
-        """A piece of the kept vectors; its bytes per token size the next piece (as a chunk's reply does)."""
-        reply = await self.ask(request, pipelined=pipelined)
-        assert isinstance(reply, Fetched)
+    def size_chunks(self, reply: Prefilled | Fetched, tokens: int) -> None:
+        """The next chunk's (or piece's) tokens, from a reply of ``tokens`` tokens: its bytes per token."""
         frame = PREFILL_FRAME_BYTES / PREFILL_PIPELINE
-        self.prefill_chunk = max(1, int(frame // _bytes_per_token(reply, request.length)))
-        return reply
+        self.prefill_chunk = max(1, int(frame // _bytes_per_token(reply, tokens)))
 
     def _send_behind(self, request: Request, pipelined: bool) -> asyncio.Future[Reply]:
         return asyncio.ensure_future(self.ask(request, pipelined=pipelined))
