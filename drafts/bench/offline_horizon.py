@@ -9,7 +9,9 @@ output (T = 0). Here, without a network: the target answers each prompt greedily
 reference); at every cut (after ``c`` answer tokens) each method follows the target's exact
 state up to the cut and then continues alone for the longest horizon; the kept tokens are the
 common prefix with the reference after the cut (:mod:`drafts.bench.offline_stats`), reported at
-each horizon. ``target`` continuing itself must keep everything: the harness's own check.
+each horizon; beside them, the kept tokens *with re-sync* (the tail after the first rejection as a
+lookup draft, :mod:`drafts.bench.offline_resync`, against a reference running 32 tokens further).
+``target`` continuing itself must keep everything: the harness's own check.
 A cut is skipped where the answer ends before ``c + horizon`` tokens.
 
 Each draft's figures come with two diagnostics over the same tokens
@@ -43,6 +45,7 @@ from drafts.bench.offline_continuation import (
     build_continuer,
     union_needs,
 )
+from drafts.bench.offline_resync import RESYNC_PAST, ResyncCounts
 from drafts.bench.offline_stats import KeptCounts
 from drafts.bench.report import write_json
 from drafts.data.prompts import load_prompts
@@ -89,12 +92,14 @@ class MethodRecord:
     offline: KeptCounts
     with_target_state: KeptCounts | None  # drafts only (None: not asked for)
     with_target_tokens: KeptCounts | None  # drafts only
+    resync: ResyncCounts  # kept with the tail re-synced (drafts.bench.offline_resync)
     seconds: float = 0.0  # writing offline, all samples
     tokens: int = 0
 
     def to_json(self, horizons: tuple[int, ...]) -> dict[str, Any]:
         return {
             "offline": self.offline.summary(horizons),
+            "offline_resync": self.resync.summary(),
             "with_target_state": self.with_target_state.summary(horizons) if self.with_target_state else None,
             "with_target_tokens": self.with_target_tokens.summary(horizons) if self.with_target_tokens else None,
             "ms_per_offline_token": 1000 * self.seconds / self.tokens if self.tokens else None,
@@ -130,7 +135,7 @@ def run_offline_horizon(
     records = {c.name: _record(c, config) for c in continuers}
     run = HorizonRun(config, records)
     for i, prompt in enumerate(prompts):
-        answer = reference_answer(runner, prompt, config.answer_tokens)
+        answer = reference_answer(runner, prompt, config.answer_tokens + RESYNC_PAST)
         cuts = [c for c in config.cuts if c + H <= len(answer)]
         short = [c for c in config.cuts if c not in cuts]
         run.skipped_cuts += [{"prompt": i, "cut": c, "answer_tokens": len(answer)} for c in short]
@@ -147,6 +152,7 @@ def _record(c: Continuer, config: HorizonConfig) -> MethodRecord:
         KeptCounts(H),
         KeptCounts(H) if draft and config.with_target_state else None,
         KeptCounts(H) if draft else None,
+        ResyncCounts(config.horizons),
     )
 
 
@@ -175,10 +181,12 @@ def run_answer(
         acts = commit(runner, session, new, needs)
         for c in continuers:
             c.observe(new, acts)
-        target = answer[cut : cut + H]
-        row: dict[str, Any] = {"prompt": index, "cut": cut, "kept": {}}
+        target, reference = answer[cut : cut + H], answer[cut : cut + H + RESYNC_PAST]
+        row: dict[str, Any] = {"prompt": index, "cut": cut, "kept": {}, "kept_resync": {}}
         for c in _rotated(continuers, index + cut):  # no method always runs first (timings)
-            row["kept"][c.name] = _write_offline(c, context, target, run.records[c.name])
+            offline = _write_offline(c, context, target, run.records[c.name])
+            row["kept"][c.name] = run.records[c.name].offline.add(offline, target)
+            row["kept_resync"][c.name] = run.records[c.name].resync.add(offline, reference)
         if any(r.with_target_state is not None for r in run.records.values()):
             row["kept_with_target_state"] = _with_target_state(runner, session, context, target, continuers, run)
         run.samples.append(row)
@@ -190,14 +198,14 @@ def commit(runner: TargetRunner, session: TargetSession, tokens: list[int], need
     return runner.commit(session, None, needs)
 
 
-def _write_offline(c: Continuer, context: list[int], target: list[int], record: MethodRecord) -> int:
+def _write_offline(c: Continuer, context: list[int], target: list[int], record: MethodRecord) -> list[int]:
     t0 = time.perf_counter()
     offline = c.continue_after(context, len(target))
     record.seconds += time.perf_counter() - t0
     record.tokens += len(offline)
     if record.with_target_tokens is not None and isinstance(c, DraftContinuer):
         record.with_target_tokens.add(c.with_target_tokens(context, target), target)
-    return record.offline.add(offline, target)
+    return offline
 
 
 def _with_target_state(
@@ -336,6 +344,7 @@ def format_table(result: dict[str, Any]) -> str:
         "method",
         "n",
         *(f"kept@{h}" for h in horizons),
+        *(f"re-sync@{h}" for h in horizons),
         "alive at depth 1/2/3/4",
         f"kept@{longest} with target state",
         f"accuracy at depth {'/'.join(map(str, depths))} with target tokens",
@@ -344,6 +353,8 @@ def format_table(result: dict[str, Any]) -> str:
     for name, m in result["methods"].items():
         off, state, tokens = m["offline"], m["with_target_state"], m.get("with_target_tokens")
         kept = [f"{off['kept'][h]:.2f} ({100 * off['fraction'][h]:.0f}%)" for h in horizons]
+        resync = m.get("offline_resync")
+        kept += [f"{resync['kept'][h]:.2f} ({100 * resync['fraction'][h]:.0f}%)" if resync else "-" for h in horizons]
         alive = "/".join(f"{s:.2f}" for s in off["survival_by_depth"][:4])
         state_text = f"{state['kept'][longest]:.2f}" if state else "-"
         by_depth = tokens["token_accuracy_by_depth"] if tokens else None

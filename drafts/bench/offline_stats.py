@@ -73,7 +73,7 @@ class KeptCounts:
             "samples": len(self.counts),
             "kept": {str(h): self.mean_kept(h) for h in horizons},
             "fraction": {str(h): self.mean_kept(h) / h for h in horizons},
-            "kept_sem": {str(h): _sem([min(k, h) for k in self.counts]) for h in horizons},
+            "kept_sem": {str(h): standard_error([min(k, h) for k in self.counts]) for h in horizons},
             "survival_by_depth": self.survival(),
             "conditional_by_depth": self.conditional(),
             "distribution": self.distribution(),
@@ -82,7 +82,7 @@ class KeptCounts:
         }
 
 
-def _sem(values: list[int]) -> float | None:
+def standard_error(values: Sequence[int]) -> float | None:
     """Standard error of the mean (None below two samples)."""
     n = len(values)
     if n < 2:

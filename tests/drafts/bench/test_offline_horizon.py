@@ -74,6 +74,16 @@ def test_a_continuation_wrong_at_depth_k_keeps_exactly_k_tokens(runner: TargetRu
     assert all(row["kept"] == {"errs-at-4": 4, "errs-at-0": 0} for row in run.samples)
 
 
+def test_with_re_sync_a_swapped_token_loses_only_itself(runner: TargetRunner) -> None:
+    """The tail after the wrong token is proposed below the target's correction, and kept."""
+    run = run_offline_horizon(runner, PROMPTS, [ErringAt(runner, 4), ErringAt(runner, 0)], CONFIG)
+
+    methods = run.to_json()["methods"]
+    assert methods["errs-at-4"]["offline_resync"]["kept"] == {"3": 3.0, "6": 5.0}
+    assert methods["errs-at-0"]["offline_resync"]["kept"] == {"3": 2.0, "6": 5.0}
+    assert all(row["kept_resync"] == {"errs-at-4": 5, "errs-at-0": 5} for row in run.samples)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_draft_writes_offline_one_step_per_token_from_the_root_as_the_engine_drives_it(
     runner: TargetRunner, kind: str
