@@ -27,6 +27,19 @@ def test_a_packed_linear_computes_the_dense_one() -> None:
         assert packed(x).shape == (2, 5, 80)
 
 
+def test_a_packed_linear_gives_the_bits_of_onednns_linear_over_mkldnn_rows() -> None:
+    """The dense-in, dense-out product is the oneDNN one the target ran before (rows converted each call)."""
+    torch.manual_seed(0)
+    for bias in (True, False):
+        dense = torch.nn.Linear(576, 192, bias=bias)
+        packed = PackedLinear(dense)
+        for x in (torch.randn(1, 1, 576), torch.randn(1, 9, 576), torch.randn(9, 3, 576).transpose(0, 1)):
+            with torch.inference_mode():
+                rows = x.reshape(-1, 576).contiguous().to_mkldnn()
+                before = torch._C._nn.mkldnn_linear(rows, packed.packed_weight, packed.packed_bias).to_dense()
+                assert torch.equal(packed(x), before.reshape(*x.shape[:-1], 192))
+
+
 def test_a_packed_target_keeps_its_logits_and_its_greedy_output() -> None:
     dense, packed = tiny_target_runner(tiny_llama(seed=0)), tiny_target_runner(tiny_llama(seed=0))
     pack_linear_layers(packed.model)
