@@ -5,7 +5,8 @@ on stdout::
 
     {"text": ..., "tokens": 57, "token_ids": [...], "provenance": ["accepted", "target", ...],
      "stop": "eos", "engine": {"mode": "demo", ..., "stream": false},
-     "stats": {"tau", "round_trips_per_100", "tokens_per_s", "ttft_s", "offline_tokens", "kept_after_repair"}}
+     "stats": {"tau", "round_trips_per_100", "tokens_per_s", "ttft_s", "offline_tokens", "kept_after_repair",
+               "kept_after_resync"}}
 
 ``provenance`` has one label per token of the answer: ``accepted`` (drafted here, confirmed),
 ``target`` (the target's own), ``offline`` (written offline, never verified) or ``repaired`` (a
@@ -75,6 +76,7 @@ class Answer:
             "ttft_s": None if s.ttft_s is None else round(s.ttft_s, 3),
             "offline_tokens": s.offline_tokens,
             "kept_after_repair": s.kept_after_repair,
+            "kept_after_resync": s.kept_after_resync,
             "shape": self.last_stats.shape if self.last_stats is not None else "",
         }
 
@@ -137,7 +139,7 @@ def stats_line(result: Answer, info: EngineInfo) -> str:
         f"[{mode_name(info)} · draft {info.draft} · {info.target} · {info.device}] {len(result.token_ids)} tokens, "
         f"{s['tokens_per_s']:.1f} tok/s, first token {ttft}, tau {s['tau']:.2f}, "
         f"{s['round_trips_per_100']:.1f} round trips/100 tokens, offline {s['offline_tokens']} "
-        f"(kept {s['kept_after_repair']} after repair)"
+        f"(kept {s['kept_after_repair']} after repair, {s['kept_after_resync']} re-synced)"
     )
 
 

@@ -115,6 +115,7 @@ class GenerationStats:
     bytes_down_to_first_token: int = 0  # bytes received before the first token was shown
     requests: int = 0  # requests answered by the verifier (prefill chunks, verify, rewind, generate)
     proposals: ProposalStats | None = None  # a speculative stream's proposals (app.engine.proposal_tally)
+    kept_after_resync: int = 0  # offline tokens after a rejection, confirmed later (app.engine.resync_round)
 
     @property
     def tokens_per_s(self) -> float:

@@ -14,7 +14,8 @@
     offline   :mod:`app.engine.spell`: the link died: keep writing (:mod:`app.engine.offline`)
               while the session reconnects, up to ``offline_budget`` unverified tokens
     repair    :mod:`app.engine.repair`: verify the offline tokens, replace them from the first
-              rejection by the target's
+              rejection by the target's; the offline tokens after the rejection go on as a lookup
+              draft in the next online rounds (:mod:`app.engine.resync_round`)
 
 Each phase reads top to bottom in its own function or class; this one holds what they share (the
 transcript, the session, the draft, the pacer, the figures) and the few verbs they all use. The
@@ -49,6 +50,7 @@ from app.engine.session import VerifierSession
 from app.engine.spell import offline_spell
 from app.engine.transcript import Scribe, Transcript
 from drafts.decoding.config import DecodeConfig
+from drafts.decoding.resync import OfflineTail
 from drafts.decoding.stopping import StopReason
 from drafts.drafters.base import DraftShape
 from drafts.errors import ErrorCode
@@ -89,6 +91,7 @@ class Generation:
         self.pacer = Pacer(config.gamma_min, config.gamma_max, config.acceptance_prior)
         self.progress = Progress(self.transcript, session)
         self.held = False  # the verifier holds this prompt's history
+        self.tail: OfflineTail | None = None  # offline tokens after a repair's rejection (app.engine.resync_round)
         self.drafted_shape = ""  # the shape online rounds drafted (StatsUpdated.shape)
         self.deferred: list[tuple[int, list[int], Prefilled]] = []  # replayed vectors, taken in after a spell
         self.intake = Intake(work, self._take_prefilled)  # the prompt's vectors, queued for the draft

@@ -20,6 +20,9 @@ end at a stop or a full context, or with LinkDownError (the generation then star
 spell). Every drafting step is the core's (:class:`~drafts.neural.chain.IncrementalChain`, as
 ``moa-bench`` drafts), run on the draft's worker thread.
 
+After a repair that rejected, a round whose root the offline tokens left hold is a re-sync round
+instead (:mod:`app.engine.resync_round`); the chain rounds end before such a root.
+
 With a tree shape (``DecodeConfig.shape``, or by default the tree for the verifier's device:
 :func:`drafts.target.default_shape.verifier_shape`) each round drafts an EAGLE-2 dynamic tree instead and
 sends it whole (:func:`tree_round`). At T > 0 a tree goes up *without* q, and that is the exact
@@ -36,6 +39,7 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING, NamedTuple
 
+from app.engine.resync_round import due, passed, resync_round
 from drafts.neural.chain import IncrementalChain, Proposal, stacked
 from drafts.protocol import Verified, Verify
 from drafts.sparse_proposal import SparseProposal
@@ -48,6 +52,9 @@ if TYPE_CHECKING:
 
 async def online(g: Generation) -> None:
     """Rounds until a stop, a full context or a dead link: chains, or one tree round at a time."""
+    if due(g):
+        await resync_round(g)
+        return
     gamma = g.gamma()
     if gamma is None:
         return
@@ -91,8 +98,9 @@ class ChainRounds:
             committed, root = [root, *accepted], reply.next_token
             await g.scribe.run(t.confirm_round, accepted, sent[len(accepted) :], root)  # 3
             gamma_next = g.gamma(drafted=len(ahead)) if t.stop is None else None
-            if gamma_next is None:  # a stop or a full context: the draft takes in what the verifier holds
-                await g.work(g.take_round, committed, reply)
+            passed(g)
+            if gamma_next is None or due(g):  # a stop, a full context or a re-sync round next: the draft
+                await g.work(g.take_round, committed, reply)  # takes in what the verifier holds
                 return
             g.offline.follow(t.context)
             if ahead and len(ahead) >= gamma_next:  # 5: drafted already, sent at once
@@ -187,5 +195,6 @@ async def tree_round(g: Generation) -> None:
     g.progress.verified(max(tree.depths), len(path), time.perf_counter() - sent)
     await g.scribe.run(t.confirm_round, path, [], reply.next_token)
     await g.work(g.take_round, [root, *path], reply)
+    passed(g)
     if t.stop is None:
         g.offline.follow(t.context)

@@ -105,4 +105,5 @@ class Progress:
             bytes_down_to_first_token=self.bytes_down_to_first if t.first_token_at is not None else down,
             requests=self.session.traffic.requests - self._requests,
             proposals=None if self.proposals is None else self.proposals.stats(),
+            kept_after_resync=counts.resynced,
         )

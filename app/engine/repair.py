@@ -6,15 +6,17 @@ Top to bottom (:func:`repair`): send the first piece of the offline tokens (up t
 proposal (q = None: lossless at any temperature, :mod:`drafts.acceptance`); the draft takes in
 the verified tokens; the transcript replaces the piece by what the verifier kept and its own next
 token (a Repaired event). A piece accepted whole whose next token is the offline one after it
-leaves the rest of the span for the next repair; otherwise the whole span is replaced (the
-offline tokens after a rejection no longer follow the text). The generation calls this while
-offline tokens remain, then goes back online.
+leaves the rest of the span for the next repair; otherwise the whole span is replaced from the
+rejection, and the offline tokens after it are kept as a lookup draft for the next online rounds
+(:mod:`app.engine.resync_round`: they often follow the text again a token later). The generation
+calls this while offline tokens remain, then goes back online.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from app.engine.resync_round import keep_tail
 from drafts.decoding.events import TokenSource
 from drafts.protocol import Verified, Verify
 from drafts.tree import DraftTree
@@ -38,4 +40,5 @@ async def repair(g: Generation) -> None:
         await g.scribe.run(t.repair, accepted + 1, piece + [token], sources, accepted + 1)
     else:
         await g.scribe.run(t.repair, len(offline), piece[:accepted] + [token], sources, accepted)
+        keep_tail(g, offline, accepted)
     g.offline.follow(t.context)

@@ -37,6 +37,7 @@ class Counts:
     target: int = 0
     offline: int = 0  # generated offline in all
     kept: int = 0  # offline tokens the verifier confirmed
+    resynced: int = 0  # offline tokens after a rejection, confirmed in re-sync rounds (app.engine.resync_round)
     verify_rounds: int = 0
     drafted: int = 0  # tokens in the chains sent for verification
     drafted_ahead: int = 0  # chains sent as drafted ahead, during the previous verification
