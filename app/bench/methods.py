@@ -4,8 +4,9 @@ moa, eagle, independent   a draft kind (drafts.neural.kinds): round-based specul
 KIND:noq                  ... sending no q at T > 0 (EngineConfig.q_top_k = 0)
 KIND-stream               speculative streaming (EngineConfig.stream)
 KIND-stream+N             ... with proposals N tokens deeper (EngineConfig.stream_lead)
+KIND-stream~L             ... proposals drafted for a lag of L tokens (EngineConfig.stream_lag; ~0: measured)
 KIND-stream@W             ... a chain shape proposing W chains, one per top guess (EngineConfig.stream_width;
-                          after a lead: KIND-stream+N@W)
+                          after a lead and a lag, in that order: KIND-stream+N~L@W)
 api                       API streaming: the server decodes alone (no draft here)
 gguf                      the disconnection study's extra row: MoA continuing offline with a GGUF model
 """
@@ -26,19 +27,24 @@ NO_Q = ":noq"  # a draft method with this suffix sends no q at T > 0 (EngineConf
 STREAM = "-stream"  # a draft kind with this suffix streams speculatively (EngineConfig.stream)
 LEAD = "+"  # a stream method, then "+N": its proposals N tokens deeper (EngineConfig.stream_lead)
 WIDTH = "@"  # a stream method, then "@W": a chain shape's proposals are W chains (EngineConfig.stream_width)
+LAG = "~"  # a stream method, then "~L": its proposals drafted for a lag of L tokens (EngineConfig.stream_lag)
 
 
 def check_method(method: str) -> None:
     """Raise ConfigError naming the known methods unless ``method`` is one."""
     if draft_kind(method) not in DRAFT_METHODS and method != API:
         known = ", ".join((*DRAFT_METHODS, API)) + f" (a draft kind may end in {STREAM!r}: speculative "
-        known += f"streaming, then {LEAD!r}N: proposals N tokens deeper, {WIDTH!r}W: W chains wide, "
+        known += f"streaming, then {LEAD!r}N: proposals N tokens deeper, {LAG!r}L: drafted for a lag of L "
+        known += f"tokens, {WIDTH!r}W: W chains wide, "
         known += f"and in {NO_Q!r}: no q at T > 0)"
         raise ConfigError(f"unknown remote method {method!r}; choose from {known}")
     if LEAD in method and (not is_stream(method) or stream_lead(method) is None):
         raise ConfigError(f"{method!r}: only a stream method takes a lead, as a whole number (e.g. moa-stream+2)")
     if WIDTH in method and (not is_stream(method) or not 1 <= (stream_width(method) or 0) <= 16):
         raise ConfigError(f"{method!r}: only a stream method takes a width, 1 to 16 chains (e.g. moa-stream@4)")
+    lag = stream_lag(method)
+    if LAG in method and (not is_stream(method) or lag is None or lag > 3):
+        raise ConfigError(f"{method!r}: only a stream method takes a lag, 0 to 3 tokens (moa-stream~1; ~0: measured)")
 
 
 def draft_kind(method: str) -> str:
@@ -52,8 +58,14 @@ def is_stream(method: str) -> bool:
 
 def stream_lead(method: str) -> int | None:
     """N of a method "...-stream+N" (None: the engine's default lead)."""
-    _, sep, lead = method.partition(WIDTH)[0].partition(LEAD)
+    _, sep, lead = method.partition(WIDTH)[0].partition(LAG)[0].partition(LEAD)
     return int(lead) if sep and lead.isdigit() else None
+
+
+def stream_lag(method: str) -> int | None:
+    """L of a method "...-stream~L" (None: the engine's default, the lag measured)."""
+    _, sep, lag = method.partition(WIDTH)[0].partition(LAG)
+    return int(lag) if sep and lag.isdigit() else None
 
 
 def stream_width(method: str) -> int | None:
@@ -80,11 +92,12 @@ def engine_config(
 
 
 def with_stream_options(engine: EngineConfig, method: str) -> EngineConfig:
-    """``engine`` with the method's proposal lead and width, where it names them."""
-    lead, width = stream_lead(method), stream_width(method)
+    """``engine`` with the method's proposal lead, lag and width, where it names them."""
+    lead, lag, width = stream_lead(method), stream_lag(method), stream_width(method)
     engine = engine if lead is None else replace(engine, stream_lead=lead)
+    engine = engine if lag is None else replace(engine, stream_lag=lag)
     return engine if width is None else replace(engine, stream_width=width)
 
 
 def _plain(method: str) -> str:
-    return method.partition(WIDTH)[0].partition(LEAD)[0]
+    return method.partition(WIDTH)[0].partition(LAG)[0].partition(LEAD)[0]

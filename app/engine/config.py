@@ -94,6 +94,12 @@ class EngineConfig:
     # A tree shape keeps its own first level (its top-k). The verifier on its own CPU core (s11 split/):
     # applied share up, tok/s 2-5 % below one chain in 4 of 4 rows (3 prompts each): undecided.
     stream_width: int = 4
+    # A proposal applies only if it spelled the tokens the server made while it travelled: on lan one
+    # (the draft fits inside a server step), on 4g with a verifier of its own two (a ~60 ms step against
+    # 60 ms there and back plus the draft; s12 stream-lead/README.md: the server's log). The fan then
+    # leads by that lag (drafts.neural.fan: the likeliest paths of ``lag`` tokens, a chain below each;
+    # one chain: lag - 1 tokens deeper). 0: the lag measured from the stream (app.engine.lag); N: N.
+    stream_lag: int = 0
     client_name: str = field(default="moa-chat/0.1.0")  # Hello.client, for the server's logs
     # After a repair that rejected, the offline tokens left propose lookup chains in the next rounds
     # (app.engine.resync_round): MoA kept 1.61 -> 4.41 of 32 offline tokens (drafts.decoding.resync). None: off.
@@ -117,6 +123,8 @@ class EngineConfig:
             raise ConfigError(f"q_top_k must be in [0, 4096] (0: send no q), got {self.q_top_k}")
         if not 0 <= self.stream_lead <= 16:
             raise ConfigError(f"stream_lead must be in [0, 16] tokens, got {self.stream_lead}")
+        if not 0 <= self.stream_lag <= 3:
+            raise ConfigError(f"stream_lag must be in [0, 3] tokens (0: measured), got {self.stream_lag}")
         if not 1 <= self.stream_width <= 16:
             raise ConfigError(f"stream_width must be in [1, 16] chains (1: a single chain), got {self.stream_width}")
         if self.stats_interval_s <= 0:

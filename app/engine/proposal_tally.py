@@ -11,6 +11,7 @@ replays the server's rule (:func:`drafts.proposal_match.applicable_subtree`) on 
     applied     nodes of that proposal below this step's root (what the step verified)
     accepted    drafted tokens the step kept (``Generated.drafted``: exact, from the server)
     stale_sent  tokens the client already knew past a proposal's base when it sent it
+    led         the lag a proposal was drafted for (:mod:`app.engine.lag`: its fan's lead)
     skipped     proposals not sent: a part that came while drafting showed they no longer apply
 """
 
@@ -36,6 +37,7 @@ class ProposalStats:
     skipped: int = 0
     nodes_sent: int = 0
     stale_sent: int = 0  # summed over the proposals sent
+    led: int = 0  # summed over the proposals sent
     draft_s: float = 0.0  # on the draft's worker: the parts' vectors taken in, then the draft
 
     def __add__(self, other: ProposalStats) -> ProposalStats:
@@ -59,6 +61,7 @@ class ProposalStats:
             "skipped": self.skipped,
             "nodes_per_proposal": self.nodes_sent / sent,
             "stale_when_sent": self.stale_sent / sent,
+            "led_per_proposal": self.led / sent,
         }
 
 
@@ -82,8 +85,8 @@ class ProposalTally:
     def drafted(self, seconds: float) -> None:
         self._add(draft_s=seconds)
 
-    def sent(self, nodes: int, stale: int) -> None:
-        self._add(proposals=1, nodes_sent=nodes, stale_sent=stale)
+    def sent(self, nodes: int, stale: int, led: int = 1) -> None:
+        self._add(proposals=1, nodes_sent=nodes, stale_sent=stale, led=led)
 
     def skipped(self) -> None:
         self._add(skipped=1)

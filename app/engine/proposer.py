@@ -5,8 +5,9 @@
                  of the next proposal
     _run         one draft at a time, on the draft's worker thread: take in the waiting vectors,
                  draft a tree (a chain shape: a fan of ``EngineConfig.stream_width`` chains,
-                 :mod:`drafts.neural.fan`) below the newest root, ``EngineConfig.stream_lead``
-                 tokens deeper than the shape, send it as Propose(base=root's index). When it
+                 :mod:`drafts.neural.fan`, led by the lag: :mod:`app.engine.lag`) below the newest
+                 root, ``EngineConfig.stream_lead`` tokens deeper than the shape (and lag - 1 more),
+                 send it as Propose(base=root's index). When it
                  ends, if newer parts came meanwhile, draft again from the newest: a proposal is
                  never drafted from a root the server is known to be past, and one that those
                  parts already contradict (the server's rule) is dropped unsent
@@ -16,8 +17,9 @@
 The server walks a proposal along the tokens it produced after ``base`` and verifies what still
 applies (the agreed rule: :mod:`drafts.proposal_match`), so a proposal that arrives a step or two
 late still counts as long as it guessed those steps; a deeper tree survives more of the round trip.
-It nearly always arrives one step late (the server never waits), so its first level is a guess of
-the token the server made meanwhile: hence the fan, several guesses for it (s11 stream-hits).
+It arrives one step late or more (the server never waits), so its first level is a guess of the
+token the server made meanwhile: hence the fan, several guesses for it (s11 stream-hits); on a slow
+link two steps late (s12 stream-lead), so the fan covers the likeliest pairs of tokens.
 How late they were and how much applied is counted per part (:mod:`app.engine.proposal_tally`).
 """
 
@@ -29,6 +31,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, NamedTuple
 
+from app.engine.lag import LagEstimate
 from app.engine.proposal_tally import ProposalTally
 from drafts.proposal_match import applicable_subtree
 from drafts.protocol import Generated, Propose
@@ -71,6 +74,7 @@ class Proposer:
         self.sent: deque[Sent] = deque(maxlen=8)  # the newest proposals sent, oldest first
         self.part_at = time.perf_counter()  # when the last part came (the Generate's start at first)
         self.tally = ProposalTally()
+        self.lag = LagEstimate(g.config.stream_lag)
 
     def started(self, request_id: int) -> None:
         """The Generate got its id (it is being sent): draft below the stream's first root."""
@@ -82,6 +86,8 @@ class Proposer:
         tokens = part.tokens.tolist()
         if not tokens or self.lost_step:
             return
+        if self.base != self.start:  # not the first part (the prompt's way): ``seconds`` is one server step
+            self.lag.stepped(seconds)
         self._count(part, len(tokens), seconds)
         if part.committed != self.base + len(tokens):  # not one step after the last: nothing more to follow
             self.lost_step = True
@@ -133,17 +139,25 @@ class Proposer:
         while self.stale and self.live:
             self.stale = False
             waiting, self.waiting = self.waiting, []
-            base, root = self.base, self.root
+            base, root, arrived, lag = self.base, self.root, self.part_at, self._lag()
             started = time.perf_counter()
-            tree = await self.g.work(self._draft, waiting, base, root)
+            tree = await self.g.work(self._draft, waiting, base, root, lag)
             self.g.progress.drafted(time.perf_counter() - started)
             self.tally.drafted(time.perf_counter() - started)
             if tree is None or not self.live or self.lost_step:
                 continue
             if self._applies(base, tree):
-                await self._propose(base, tree)
+                await self._propose(base, tree, lag)
+                self.lag.proposed(time.perf_counter() - arrived)
             else:  # a part that came meanwhile spelled another future: the next draft starts at once
                 self.tally.skipped()
+
+    def _lag(self) -> int:
+        """The lag to lead the next proposal by, the link's round trip brought up to date first."""
+        link = self.g.session.link
+        rtt = self.g.pacer.rtt_s or getattr(getattr(link, "ws", None), "latency", None)
+        self.lag.round_trip(rtt if isinstance(rtt, float) else None)
+        return self.lag.lag
 
     def _applies(self, base: int, tree: DraftTree) -> bool:
         """Whether some of ``tree`` still applies below the newest token known (the server's rule)."""
@@ -153,8 +167,9 @@ class Proposer:
         return applicable_subtree(tree, base, known, base, tree.size) is not None
 
     # -- on the draft's worker -------------------------------------------------------------------
-    def _draft(self, waiting: list[Taken], base: int, root: int) -> DraftTree | None:
-        """Take in ``waiting``, then draft below ``root`` (index ``base``); None when the draft cannot."""
+    def _draft(self, waiting: list[Taken], base: int, root: int, lag: int = 1) -> DraftTree | None:
+        """Take in ``waiting``, then draft below ``root`` (index ``base``) for a step ``lag`` tokens on;
+        None when the draft cannot."""
         self._take_in(waiting)
         if self.g.drafter.observed != base or base == 0:
             return None
@@ -163,12 +178,14 @@ class Proposer:
         if room < 1:
             return None
         shape, lead = self.g.shape, self.g.config.stream_lead
-        if shape.is_tree:
-            depth, total = shape.tree_depth + lead, min(shape.tree_total + lead, room)
+        if shape.is_tree:  # a tree's best-first levels cover the lag's tokens: a level (and its top-k) more per token
+            depth = shape.tree_depth + lead + lag - 1
+            total = min(shape.tree_total + lead + (lag - 1) * shape.tree_top_k, room)
             return self.g.drafter.tree(root, dataclasses.replace(shape, tree_depth=depth, tree_total=total))
-        depth, width = (shape.gamma or self.g.pacer.gamma_max) + lead, self.g.config.stream_width
-        if width > 1 and room >= 2 * width:  # a fan: the top guesses for the server's next token, a chain below each
-            return self.g.drafter.fan(root, width, min(depth, room // width))
+        depth, width = (shape.gamma or self.g.pacer.gamma_max) + lead + lag - 1, self.g.config.stream_width
+        if width > 1 and room >= 2 * width:  # a fan: the top guesses for the server's next tokens, a chain below each
+            depth = min(depth, room // width)
+            return self.g.drafter.fan(root, width, depth, min(lag, depth - 1))
         chain = self.g.start_chain(root)
         chain.grow(min(depth, room))
         return DraftTree.chain(chain.tokens, None, chain.sparse_q(len(chain.tokens)))
@@ -181,11 +198,11 @@ class Proposer:
             drafter.observe(committed, self.g.acts(part))
 
     # -- on the loop -----------------------------------------------------------------------------
-    async def _propose(self, base: int, tree: DraftTree) -> None:
+    async def _propose(self, base: int, tree: DraftTree, lag: int) -> None:
         link = self.g.session.link
         if link is None or self.request_id is None or not tree.size:
             return
         await link.tell(Propose.of(self.request_id, base, tree))
         self.sent.append(Sent(base, tree, time.perf_counter()))
-        self.tally.sent(tree.size, self.base - base)
+        self.tally.sent(tree.size, self.base - base, lag)
         self.g.transcript.counts.drafted += max(tree.depths)  # drafted depth sent (the figures' acceptance)

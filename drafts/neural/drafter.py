@@ -98,11 +98,12 @@ class NeuralDrafter:
         finally:
             self._drop()
 
-    def fan(self, root: int, width: int, depth: int) -> DraftTree:
-        """``width`` chains of ``depth`` tokens below ``root``, one per top-``width`` next token (deterministic)."""
+    def fan(self, root: int, width: int, depth: int, lead: int = 1) -> DraftTree:
+        """``width`` chains of ``depth`` tokens below ``root``, one per top-``width`` next token (deterministic);
+        ``lead`` > 1: one per top-``width`` path of ``lead`` tokens (:func:`drafts.neural.fan.fan_tree`)."""
         try:
             with torch.inference_mode():
-                return fan_tree(self.model, root, self.observed, width, depth)
+                return fan_tree(self.model, root, self.observed, width, depth, lead)
         finally:
             self._drop()
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from app.bench.chats import BenchChat
-from app.bench.methods import draft_kind, engine_config, is_stream, stream_lead, stream_width, with_stream_options
+from app.bench.methods import (
+    draft_kind,
+    engine_config,
+    is_stream,
+    stream_lag,
+    stream_lead,
+    stream_width,
+    with_stream_options,
+)
 from app.bench.remote import RemoteBenchConfig, run_remote_benchmark
 from drafts.data.conversations import Turn
 from drafts.errors import ConfigError
@@ -99,6 +107,20 @@ def test_a_stream_method_takes_its_proposals_width_after_an_at_sign_and_no_other
     assert engine.stream_lead == 2 and engine.stream_width == 8
     for wrong in ("moa@2", "moa-stream@x", "moa-stream@0", "moa-stream@17"):
         with pytest.raises(ConfigError, match="only a stream method takes a width"):
+            RemoteBenchConfig(links=("lan",), methods=(wrong,))
+
+
+def test_a_stream_method_takes_its_proposals_lag_after_a_tilde_between_lead_and_width() -> None:
+    config = RemoteBenchConfig(links=("lan",), methods=("moa-stream~1@1", "moa-stream+2~2@8", "moa-stream~0"))
+    assert config.draft_methods == ("moa-stream~1@1", "moa-stream+2~2@8", "moa-stream~0")
+    assert draft_kind("moa-stream+2~2@8") == "moa" and is_stream("moa-stream~1@1")
+    full = "moa-stream+2~2@8"
+    assert (stream_lag(full), stream_lead(full), stream_width(full)) == (2, 2, 8)
+    assert stream_lag("moa-stream@4") is None and stream_lag("moa-stream~0") == 0
+    engine = with_stream_options(engine_config(1, stream=True), "moa-stream+2~2@8")
+    assert (engine.stream_lead, engine.stream_lag, engine.stream_width) == (2, 2, 8)
+    for wrong in ("moa~2", "moa-stream~x", "moa-stream~4"):
+        with pytest.raises(ConfigError, match="only a stream method takes a lag"):
             RemoteBenchConfig(links=("lan",), methods=(wrong,))
 
 

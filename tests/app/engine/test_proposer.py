@@ -27,7 +27,8 @@ def generation(rtt_s: float | None = None) -> Any:
         return fn(*args)
 
     progress = SimpleNamespace(drafted=lambda seconds: None)
-    return SimpleNamespace(pacer=SimpleNamespace(rtt_s=rtt_s), work=work, progress=progress)
+    config, session, pacer = SimpleNamespace(stream_lag=0), SimpleNamespace(link=None), SimpleNamespace(rtt_s=rtt_s)
+    return SimpleNamespace(pacer=pacer, work=work, progress=progress, config=config, session=session)
 
 
 def part(tokens: list[int], committed: int, drafted: int = 0) -> Generated:
@@ -82,13 +83,13 @@ def test_a_draft_that_a_newer_part_contradicts_is_dropped_and_the_next_draft_sta
     drafted: list[tuple[int, int]] = []
     proposed: list[int] = []
 
-    def draft(waiting: Any, base: int, root: int) -> DraftTree:
+    def draft(waiting: Any, base: int, root: int, lag: int) -> DraftTree:
         drafted.append((base, root))
         if len(drafted) == 1:  # while the first draft runs, the server made 25 (the draft guessed 20)
             proposer.took(part([25], BASE + 1), 0.1)
         return DraftTree.chain([20, 21])
 
-    async def propose(base: int, tree: DraftTree) -> None:
+    async def propose(base: int, tree: DraftTree, lag: int) -> None:
         proposed.append(base)
 
     proposer._draft = draft  # type: ignore[method-assign]
@@ -104,12 +105,12 @@ def test_a_draft_that_a_newer_part_agrees_with_is_still_sent() -> None:
     proposer = Proposer(generation(), BASE, ROOT)
     proposed: list[int] = []
 
-    def draft(waiting: Any, base: int, root: int) -> DraftTree:
+    def draft(waiting: Any, base: int, root: int, lag: int) -> DraftTree:
         if base == BASE:
             proposer.took(part([20], BASE + 1), 0.1)  # the server made 20, as the draft guessed
         return DraftTree.chain([20, 21])
 
-    async def propose(base: int, tree: DraftTree) -> None:
+    async def propose(base: int, tree: DraftTree, lag: int) -> None:
         proposed.append(base)
 
     proposer._draft = draft  # type: ignore[method-assign]
@@ -141,8 +142,12 @@ class RecordingDrafter:
         self.observed = BASE
         self.asked: list[tuple[Any, ...]] = []
 
-    def fan(self, root: int, width: int, depth: int) -> DraftTree:
-        self.asked.append(("fan", root, width, depth))
+    def fan(self, root: int, width: int, depth: int, lead: int = 1) -> DraftTree:
+        self.asked.append(("fan", root, width, depth, lead))
+        return DraftTree.chain([1])
+
+    def tree(self, root: int, shape: DraftShape) -> DraftTree:
+        self.asked.append(("tree", root, shape.tree_depth, shape.tree_top_k, shape.tree_total))
         return DraftTree.chain([1])
 
     def start_chain(self, root: int) -> Any:
@@ -152,13 +157,14 @@ class RecordingDrafter:
         return SimpleNamespace(grow=grow, tokens=[1], sparse_q=lambda n: None)
 
 
-def drafting_generation(width: int, max_tree_nodes: int) -> Any:
+def drafting_generation(width: int, max_tree_nodes: int, lag: int = 0) -> Any:
     g = generation()
     g.drafter = RecordingDrafter()
     g.start_chain = g.drafter.start_chain
     g.shape = DraftShape(gamma=4)
-    g.config = SimpleNamespace(stream_lead=1, stream_width=width)
-    g.session = SimpleNamespace(capabilities=SimpleNamespace(max_context=4096, max_tree_nodes=max_tree_nodes))
+    g.config = SimpleNamespace(stream_lead=1, stream_width=width, stream_lag=lag)
+    caps = SimpleNamespace(max_context=4096, max_tree_nodes=max_tree_nodes)
+    g.session = SimpleNamespace(link=None, capabilities=caps)
     return g
 
 
@@ -170,8 +176,46 @@ def test_a_chain_shape_drafts_a_fan_as_wide_as_configured_and_a_chain_where_a_fa
         asked += g.drafter.asked
 
     assert asked == [
-        ("fan", ROOT, 4, 5),  # the shape's chain of 4 plus the lead of 1, below each of the top 4 guesses
-        ("fan", ROOT, 4, 3),  # cut to the server's tree limit: 4 x 3 nodes
+        ("fan", ROOT, 4, 5, 1),  # the shape's chain of 4 plus the lead of 1, below each of the top 4 guesses
+        ("fan", ROOT, 4, 3, 1),  # cut to the server's tree limit: 4 x 3 nodes
         ("chain", ROOT, 5),  # width 1: one chain
         ("chain", ROOT, 5),  # no room for 4 chains of 2: one chain
     ]
+
+
+def test_a_fan_for_a_lag_of_two_leads_two_levels_and_goes_a_token_deeper() -> None:
+    asked = []
+    for width, max_tree_nodes in ((4, 64), (4, 12), (1, 64)):
+        g = drafting_generation(width, max_tree_nodes)
+        Proposer(g, BASE, ROOT)._draft([], BASE, ROOT, 2)
+        asked += g.drafter.asked
+
+    assert asked == [
+        ("fan", ROOT, 4, 6, 2),  # chain 4, the lead of 1 and one more for the second token it must guess
+        ("fan", ROOT, 4, 3, 2),  # cut to the server's tree limit: 4 x 3 nodes
+        ("chain", ROOT, 6),  # one chain: a token deeper
+    ]
+
+
+def test_the_lag_a_proposer_drafts_for_is_the_configured_one_or_else_measured_from_the_stream() -> None:
+    fixed = Proposer(drafting_generation(4, 64, lag=3), BASE, ROOT)
+    measured = Proposer(drafting_generation(4, 64), BASE, ROOT)
+    assert (fixed._lag(), measured._lag()) == (3, 1)  # nothing measured yet: one step late, as before
+
+    measured.g.pacer.rtt_s = 0.060  # 4g's round trip
+    measured.took(part([20], BASE + 1), 0.5)  # the first part: the prompt's way, not a step
+    for token in range(21, 26):
+        measured.took(part([token], measured.base + 1), 0.060)  # the server steps every 60 ms
+    measured.lag.proposed(0.040)  # a proposal went out 40 ms after its part came
+    assert measured.lag.step_s == 0.060 and measured._lag() == 2
+
+
+def test_a_tree_for_a_lag_of_two_grows_a_level_deeper_with_its_top_k_more_nodes() -> None:
+    asked = []
+    for lag in (1, 2):
+        g = drafting_generation(4, 64)
+        g.shape = DraftShape.parse_tree("4,4,16")
+        Proposer(g, BASE, ROOT)._draft([], BASE, ROOT, lag)
+        asked += g.drafter.asked
+
+    assert asked == [("tree", ROOT, 5, 4, 17), ("tree", ROOT, 6, 4, 21)]  # the lead of 1 on top of both

@@ -119,7 +119,9 @@ def test_proposals_drafted_with_a_lead_stream_the_same_output_and_are_that_much_
     with (
         paced_server() as server,
         ShaperThread(upstream_port=server.port, profile=preset("4g")) as link,
-        EngineThread(stream_config(link.port, stream_lead=3, stream_width=1), client_draft("moa")) as engine,
+        EngineThread(
+            stream_config(link.port, stream_lead=3, stream_width=1, stream_lag=1), client_draft("moa")
+        ) as engine,  # one step late assumed: the lead alone makes the chain deeper
     ):
         finished = engine.generate(PROMPT, DecodeConfig(max_new_tokens=LONG, shape=DraftShape(gamma=2)))
 
@@ -133,7 +135,7 @@ def test_a_chain_shape_proposes_a_fan_of_chains_and_streams_the_same_output() ->
     with (
         paced_server() as server,
         ShaperThread(upstream_port=server.port, profile=preset("4g")) as link,
-        EngineThread(stream_config(link.port, stream_width=3), client_draft("moa")) as engine,
+        EngineThread(stream_config(link.port, stream_width=3, stream_lag=1), client_draft("moa")) as engine,
     ):
         recording = record(engine, DecodeConfig(max_new_tokens=LONG, shape=DraftShape(gamma=2)))
 
@@ -144,6 +146,22 @@ def test_a_chain_shape_proposes_a_fan_of_chains_and_streams_the_same_output() ->
     assert proposals is not None and proposals.proposals > 0
     assert proposals.nodes_sent == 3 * 2 * proposals.proposals  # the top 3 guesses, a chain of 2 each
     assert recording.of(StatsUpdated)[-1].shape == "stream chain 2 x3"
+
+
+def test_a_fan_led_by_a_lag_of_two_covers_pairs_of_guesses_and_streams_the_same_output() -> None:
+    with (
+        paced_server() as server,
+        ShaperThread(upstream_port=server.port, profile=preset("4g")) as link,
+        EngineThread(stream_config(link.port, stream_width=3, stream_lag=2), client_draft("moa")) as engine,
+    ):
+        recording = record(engine, DecodeConfig(max_new_tokens=LONG, shape=DraftShape(gamma=2)))
+
+    finished = recording.finished
+    assert list(finished.tokens) == reference(LONG)
+    assert_provenance_sums_up(recording)
+    proposals = finished.stats.proposals
+    assert proposals is not None and proposals.proposals > 0 and proposals.led == 2 * proposals.proposals
+    assert proposals.nodes_sent == 3 * 3 * proposals.proposals  # the top 3 pairs, a chain of 2 below the first token
 
 
 def test_tree_proposals_stream_the_same_output() -> None:

@@ -94,6 +94,21 @@ def test_the_stream_equals_ar_and_api_streaming_and_marks_the_drafted_tokens(set
     )
 
 
+def test_a_stream_led_for_two_late_steps_over_4g_equals_ar(setup: Setup) -> None:
+    decode = DecodeConfig(max_new_tokens=NEW_TOKENS, shape=SHAPE)
+    with (
+        setup.server() as server,
+        ShaperThread(upstream_port=server.port, profile=preset("4g")) as link,
+        EngineThread(engine_config(link.port, stream=True, stream_lag=2), setup.draft()) as engine,
+    ):
+        finished = engine.generate(setup.prompt, decode)
+
+    assert list(finished.tokens) == setup.expected
+    proposals = finished.stats.proposals
+    assert proposals is not None and proposals.proposals > 0 and proposals.led == 2 * proposals.proposals
+    assert proposals.nodes_sent == 4 * 9 * proposals.proposals  # the top 4 pairs, chains 8 + 1 deep
+
+
 def test_a_cancel_mid_stream_keeps_what_was_shown(setup: Setup) -> None:
     events: list[Any] = []
     with (
