@@ -28,6 +28,7 @@ for bit, in less time.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -169,10 +170,10 @@ def _tree_layout_clear() -> None:
     module._tree_layout.cache_clear()
 
 
-def measure(parts: Parts, out: dict[str, list[float]]) -> None:
-    """Every part once, appended to ``out``."""
+def measure(parts: Parts, out: dict[str, list[float]], rounds_only: bool = False) -> None:
+    """Every part once (with ``rounds_only`` only the step and each shape's draft and verify), appended to ``out``."""
     out.setdefault("step", []).append(parts.step())
-    for size in SIZES:
+    for size in () if rounds_only else SIZES:
         out.setdefault(f"forward {size}", []).append(parts.forward(size, last_only=False)[0])
         out.setdefault(f"body {size}", []).append(parts.forward(size, last_only=True)[0])
         out.setdefault(f"head {size}", []).append(parts.head(size))
@@ -193,9 +194,13 @@ def main() -> int:
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--limit", type=int, default=8)
     p.add_argument("--compare-linear", action="store_true", help="also time the packed layers as before session 12")
+    p.add_argument("--shapes", nargs="*", default=[], help="more shapes to draft and verify (chain G, tree D,K,T)")
+    p.add_argument("--rounds-only", action="store_true", help="time only the step and the shapes' rounds")
+    p.add_argument("--taus", type=Path, help="a cpu_speed.py run: each shape's tau there gives a modelled speedup")
     p.add_argument("--json", type=Path, required=True)
     args = p.parse_args()
     torch.set_num_threads(1)
+    SHAPES.update({f"tree{s}" if "," in s else f"chain{s}": s for s in args.shapes})
     runner = TargetRunner(load_target(None, torch.device("cpu"), torch.float32, linear="packed"))
     drafter = NeuralDrafter(load_draft(args.checkpoint, runner))
     prompts, _ = fitting_prompts(runner, load_prompts("sharegpt-heldout"), args.limit, 96)
@@ -206,7 +211,7 @@ def main() -> int:
         for rep in range(args.reps + 1):  # the first pass warms up and is not counted
             for variant in variants[rep % len(variants) :] + variants[: rep % len(variants)]:
                 PackedLinear.forward = LINEAR[variant]  # type: ignore[method-assign]
-                measure(parts, timings[variant] if rep else {})
+                measure(parts, timings[variant] if rep else {}, args.rounds_only)
         print(f"prompt {i}: {len(prompt)} tokens", file=sys.stderr)
     PackedLinear.forward = LINEAR["after"]  # type: ignore[method-assign]
     tables = {variant: summary(timings[variant]) for variant in variants}
@@ -216,8 +221,26 @@ def main() -> int:
             + "  ".join(f"{v} {t[name]['ms']:7.2f} ms {t[name]['x_step']:.3f} steps" for v, t in tables.items())
         )
     config = {"checkpoint": str(args.checkpoint), "prompts": len(prompts), "reps": args.reps, "linear": "packed"}
-    write_json(args.json, {"config": config | run_environment(runner), "medians": tables, "timings": timings})
+    modelled = modelled_speedups(tables["after"], json.loads(args.taus.read_text())) if args.taus else {}
+    for name, row in modelled.items():
+        print(
+            f"{name:>14}: tau {row['tau']:.3f}, round {row['round_x_step']:.3f} steps, modelled {row['speedup']:.3f}x"
+        )
+    out = {"config": config | run_environment(runner), "medians": tables, "modelled": modelled, "timings": timings}
+    write_json(args.json, out)
     return 0
+
+
+def modelled_speedups(table: dict[str, dict[str, float]], run: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Per shape of the int8 draft in ``run`` (``moa-int8-NAME``): tau x step / (draft + verify), all in CPU time."""
+    out = {}
+    for name in SHAPES:
+        method = run["methods"].get(f"moa-int8-{name}")
+        if method is None:
+            continue
+        round_x_step = table[f"draft {name}"]["x_step"] + table[f"verify {name}"]["x_step"]
+        out[name] = {"tau": method["tau"], "round_x_step": round_x_step, "speedup": method["tau"] / round_x_step}
+    return out
 
 
 def summary(timings: dict[str, list[float]]) -> dict[str, dict[str, float]]:
