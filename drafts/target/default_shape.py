@@ -10,8 +10,11 @@ is wrong. The shipped MoA draft (int8, as the app runs it), interleaved per prom
 1.21x / 1.18x / 1.15x (tau 1.94), tree 3,2,4 1.18x / 1.17x / 1.15x (tau 1.76), chain 2 1.05x / 1.05x / 1.01x
 (tau 1.50), chain 3 0.99x / 1.00x; with the MoA shipped in session 8, tree 3,4,8 1.34x (tau 2.09), 3,2,4
 1.20x, chain 2 1.03x (tau 1.60); all identical to ``ar``. Session 7 chose chain 2 among chains
-(``2026-12-02-s7/packed-default``: chain 2 1.05x, chain 4 0.98x). Elsewhere (dense layers, a GPU) the chain
-stays 4.
+(``2026-12-02-s7/packed-default``: chain 2 1.05x, chain 4 0.98x). Session 12 (the session-11 MoA, against the
+faster packed layers, whose ``ar`` step fell from 49.0 to 37.9 ms: ``2026-12-02-s12/cpu-speed``): tree 3,4,8
+1.17x / 1.13x (tau 2.18), the small trees 2,3,6 / 3,3,6 / 3,4,6 / 4,4,8 / 4,4,10 within each other's noise
+(1.08-1.23x, reordering between runs), chain 2 1.09x / 1.08x; each shape's round timed alone puts 3,4,8 first
+(1.28x modelled, 4,4,10 1.27x, 3,4,6 1.25x), so it stays. Elsewhere (dense layers, a GPU) the chain stays 4.
 
 Used by ``moa-bench`` (no ``--chain`` or ``--tree``) and by the app's settings (``chain = 0``: the local engine's
 default).
