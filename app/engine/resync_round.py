@@ -2,13 +2,15 @@
 tail) go on as a lookup draft beside the draft's own (:mod:`drafts.decoding.resync`, the rule).
 
 The repair keeps the tail (:func:`keep_tail`). While it is live, each online round asks
-:func:`due`: does the tail propose chains below the root? If so the round is a re-sync round
-(:func:`resync_round`), top to bottom:
+:func:`due`: with a tree shape always, with chains when the tail holds the root. If so the round
+is a re-sync round (:func:`resync_round`), top to bottom:
 
-    1. the lookup trie below the root (at most half the verifier's node limit, and the rule's
-       ``nodes``), then the draft's own proposal in the room left: its EAGLE-2 tree, or its chain
-       (sent without q: a deterministic proposal, lossless at any temperature, :mod:`drafts.acceptance`)
-    2. both merged into one tree (a node of both kept once), verified as any tree (Verify)
+    1. the draft's own proposal in the verifier's node limit less a reserve for the lookup (half,
+       at most the rule's ``nodes``): its EAGLE-2 tree, or its chain (sent without q: a
+       deterministic proposal, lossless at any temperature, :mod:`drafts.acceptance`)
+    2. the tail's chains grafted on (below the root and below the draft's nodes that the tail
+       holds; a node of both kept once: :meth:`~drafts.decoding.resync.OfflineTail.grafted`),
+       verified as any tree (Verify)
     3. confirm the accepted path and the target's token; the tail spends the lookup tokens accepted
        (counted as offline tokens kept: ``GenerationStats.kept_after_resync``); the draft takes in
        the round
@@ -25,7 +27,7 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING
 
-from drafts.decoding.resync import OfflineTail, merged, spent_on
+from drafts.decoding.resync import OfflineTail, spent_on
 from drafts.protocol import Verified, Verify
 from drafts.tree import DraftTree
 
@@ -40,10 +42,12 @@ def keep_tail(g: Generation, offline: list[int], accepted: int) -> None:
 
 
 def due(g: Generation) -> bool:
-    """The tail proposes chains below the root: the next round is a re-sync round."""
+    """The next round is a re-sync round: the tail is live, and the draft proposes a tree (its rounds
+    cost the same with the tail grafted on) or the tail holds the root (chains: drafting ahead
+    and q wait for a round where the tail proposes at once)."""
     if g.tail is not None and not g.tail.live:
         g.tail = None
-    return g.tail is not None and bool(g.tail.starts(g.transcript.root))
+    return g.tail is not None and (g.shape.is_tree or bool(g.tail.starts(g.transcript.root)))
 
 
 def passed(g: Generation) -> None:
@@ -61,11 +65,12 @@ async def resync_round(g: Generation) -> None:
     room = min(
         caps.max_context - len(t.context) - 1, caps.max_tree_nodes, g.decode.max_new_tokens - len(t.confirmed) - 1
     )
-    lookup = g.tail.lookup(root, room // 2 if room > 1 else room)
+    reserved = min(room // 2 if room > 1 else room, g.tail.config.nodes, len(g.tail.tokens) - g.tail.cursor)
     started = time.perf_counter()
-    own = await g.work(_drafted, g, root, room - lookup.size) if room > lookup.size else DraftTree.chain([])
+    own = await g.work(_drafted, g, root, room - reserved) if room > reserved else DraftTree.chain([])
     g.progress.drafted(time.perf_counter() - started)
-    tree, origin = merged(own, lookup)
+    grafted = g.tail.grafted(own, root, room - own.size)
+    tree, origin = grafted.tree, grafted.origin
     sent = time.perf_counter()
     reply = await g.ask(Verify.of(0, root, tree, g.sampling))
     assert isinstance(reply, Verified)
@@ -76,7 +81,7 @@ async def resync_round(g: Generation) -> None:
     g.progress.verified(max(tree.depths), len(path), time.perf_counter() - sent)
     before = len(t.confirmed)
     await g.scribe.run(t.confirm_round, path, [], reply.next_token)
-    kept = g.tail.advance(spent_on(nodes, origin), proposed=lookup.size > 0)
+    kept = g.tail.advance(spent_on(nodes, origin), proposed=grafted.proposes)
     t.counts.resynced += min(kept, len(t.confirmed) - before)  # a stop may cut the path short
     await g.work(g.take_round, [root, *path], reply)
     if t.stop is None:

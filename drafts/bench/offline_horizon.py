@@ -182,11 +182,13 @@ def run_answer(
         for c in continuers:
             c.observe(new, acts)
         target, reference = answer[cut : cut + H], answer[cut : cut + H + RESYNC_PAST]
-        row: dict[str, Any] = {"prompt": index, "cut": cut, "kept": {}, "kept_resync": {}}
+        row: dict[str, Any] = {"prompt": index, "cut": cut, "kept": {}, "kept_resync": {}, "offline": {}}
         for c in _rotated(continuers, index + cut):  # no method always runs first (timings)
             offline = _write_offline(c, context, target, run.records[c.name])
             row["kept"][c.name] = run.records[c.name].offline.add(offline, target)
             row["kept_resync"][c.name] = run.records[c.name].resync.add(offline, reference)
+            row["offline"][c.name] = offline  # the tokens, so that another re-sync rule can be scored again
+        row["reference"] = reference
         if any(r.with_target_state is not None for r in run.records.values()):
             row["kept_with_target_state"] = _with_target_state(runner, session, context, target, continuers, run)
         run.samples.append(row)

@@ -10,19 +10,22 @@ decoding does with the prompt (Saxena 2023): below the newest committed token (t
 - right after the root replaced the tail's token at the cursor (a correction), the tail after that
   token is proposed too (one word swapped for another).
 
-All these chains form one trie (:class:`Lookup`, at most ``nodes`` tokens, each chain at most
-``depth``; shared prefixes merged, the nearest chain first), which the engine merges into the
-draft's own tree (:func:`merged`). Every lookup token is a deterministic proposal (q = δ_x), so
-verifying it is lossless at any temperature (:mod:`drafts.acceptance`). After the verify
-(:meth:`OfflineTail.advance`) the tail tokens accepted are spent (the cursor moves past the last
-one); a round that proposed lookup chains and kept none of them is a miss (a round with none to
-propose costs nothing and is not), and after ``patience`` misses in a row, or once the tail is
+All these chains form one trie (at most ``nodes`` tokens, each chain at most ``depth``; shared
+prefixes merged, the nearest chain first), grafted onto the draft's own tree
+(:meth:`OfflineTail.grafted`), where every draft node whose token the tail holds gets the tail
+after it below it too (the draft's path may pass the point where the text re-joins). Every
+lookup token is a deterministic proposal (q = δ_x), so verifying it is lossless at any
+temperature (:mod:`drafts.acceptance`). After the verify (:meth:`OfflineTail.advance`) the
+tail tokens accepted are spent: never proposed again, and the cursor, where the nearest chains
+start, moves past the last one (chains before it stay proposed: a far match spends only its own
+tokens). A round that proposed lookup chains and kept none of them is a miss (a round with none
+to propose costs nothing and is not); after ``patience`` misses in a row, or once the tail is
 spent, the tail is dropped (:attr:`OfflineTail.live`).
 
 Measured on 54 samples (20 sharegpt-heldout prompts x cuts 8/32/64, 32 offline tokens, T = 0,
 lookup rounds alone: :func:`resync_greedy`): the shipped MoA's offline tokens kept go from 1.61
-(the common prefix) to 4.41 with these defaults (patience 4: 4.06; a miss counted on every
-round: 3.54; no swap chain: -0.13); EAGLE 0.96 -> 2.70.
+(the common prefix) to 4.87 with these defaults (spending everything before a far match instead:
+4.41; patience 4 with that: 4.06; a miss counted on every round: 3.54); EAGLE 0.96 -> 3.02.
 """
 
 from __future__ import annotations
@@ -48,15 +51,21 @@ class ResyncConfig:
 
 
 @dataclass(frozen=True)
-class Lookup:
-    """The lookup trie below one root: a deterministic tree and the tail index of each node."""
+class Grafted:
+    """A deterministic tree with the tail's chains grafted on, and the tail index of each node."""
 
     tree: DraftTree
-    origin: tuple[int, ...]  # node i + 1 is the tail's token at index origin[i]
+    origin: tuple[int | None, ...]  # node i + 1 is the tail's token at origin[i] (None: the draft's own)
+    added: int  # lookup nodes added to the draft's tree
 
     @property
     def size(self) -> int:
         return self.tree.size
+
+    @property
+    def proposes(self) -> bool:
+        """Some node stands for a tail token (else a round with it is no miss)."""
+        return any(index is not None for index in self.origin)
 
 
 @dataclass
@@ -65,83 +74,78 @@ class OfflineTail:
 
     tokens: tuple[int, ...]  # tokens[0] is the rejected offline token
     config: ResyncConfig = field(default_factory=ResyncConfig)
-    cursor: int = 0  # tokens[:cursor] are spent; the root replaced tokens[cursor] when ``replaced``
+    cursor: int = 0  # past the last tail token kept; the root replaced tokens[cursor] when ``replaced``
     replaced: bool = True  # the root is the target's token in place of tokens[cursor]
     misses: int = 0  # rounds in a row with no tail token accepted
+    spent: set[int] = field(default_factory=lambda: {0})  # tail indices kept (or rejected: index 0)
 
     @property
     def live(self) -> bool:
-        """Worth proposing: tokens left after the cursor, and not ``patience`` misses in a row."""
-        return self.cursor + 1 < len(self.tokens) and self.misses < self.config.patience
+        """Worth proposing: tokens left unspent, and not ``patience`` misses in a row."""
+        return len(self.spent) < len(self.tokens) and self.misses < self.config.patience
 
-    def starts(self, root: int) -> list[int]:
-        """Tail indices whose chains go below ``root``, nearest first (each chain is the tail after it)."""
-        found = [self.cursor] if self.replaced else []
-        found += [j for j in range(self.cursor, len(self.tokens) - 1) if self.tokens[j] == root]
-        return list(dict.fromkeys(found))
+    def starts(self, root: int, swap: bool = True) -> list[int]:
+        """Tail indices whose chains go below ``root``, nearest first: after the cursor, then before it
+        (each chain is the unspent tail after it); ``swap``: the root is the newest committed token (a
+        correction may have replaced the cursor's)."""
+        n = len(self.tokens)
+        found = [self.cursor] if self.replaced and swap else []
+        found += [j for j in [*range(self.cursor, n), *range(self.cursor)] if self.tokens[j] == root]
+        return [j for j in dict.fromkeys(found) if j + 1 < n and j + 1 not in self.spent]
 
-    def lookup(self, root: int, nodes: int | None = None) -> Lookup:
-        """The trie of the chains below ``root``, at most ``nodes`` tokens (the config's by default)."""
+    def lookup(self, root: int, nodes: int | None = None) -> Grafted:
+        """The trie of the chains below ``root`` alone."""
+        return self.grafted(DraftTree.chain([]), root, nodes)
+
+    def grafted(self, base: DraftTree, root: int, nodes: int | None = None) -> Grafted:
+        """``base`` (the draft's deterministic tree) with the chains below ``root`` and below each of its
+        nodes whose token the tail holds, at most ``nodes`` lookup tokens added (the config's by
+        default): a token of both is one node; the lookup's come after ``base``'s, nearest chain first."""
+        if base.q is not None or base.q_sparse is not None:
+            raise ValueError("a tree with proposals q cannot take deterministic lookup nodes; send it without q")
         budget = self.config.nodes if nodes is None else min(nodes, self.config.nodes)
-        tokens: list[int] = []
-        parents: list[int] = []
-        origin: list[int] = []
-        for j in self.starts(root):
-            node = 0
-            for i in range(j + 1, min(j + 1 + self.config.depth, len(self.tokens))):
-                child = _child(tokens, parents, node, self.tokens[i])
-                if child is None:
-                    if len(tokens) >= budget:
-                        break
-                    tokens.append(self.tokens[i])
-                    parents.append(node)
-                    origin.append(i)
-                    child = len(tokens)
-                node = child
-        return Lookup(DraftTree(tuple(tokens), tuple(parents)), tuple(origin))
+        tokens, parents = list(base.tokens), list(base.parents)
+        origin: list[int | None] = [None] * len(tokens)
+        anchors = [(0, self.starts(root))]
+        anchors += [(i + 1, self.starts(t, swap=False)) for i, t in enumerate(base.tokens)]
+        for anchor, starts in anchors:
+            for j in starts:
+                node = anchor
+                for i in range(j + 1, min(j + 1 + self.config.depth, len(self.tokens))):
+                    if i in self.spent:
+                        break  # each tail token is kept once at most
+                    child = _child(tokens, parents, node, self.tokens[i])
+                    if child is None:
+                        if len(tokens) - base.size >= budget:
+                            break
+                        tokens.append(self.tokens[i])
+                        parents.append(node)
+                        origin.append(None)
+                        child = len(tokens)
+                    if origin[child - 1] is None:
+                        origin[child - 1] = i
+                    node = child
+        return Grafted(DraftTree(tuple(tokens), tuple(parents)), tuple(origin), len(tokens) - base.size)
 
     def advance(self, spent: Sequence[int], proposed: bool = True) -> int:
-        """After a verify: ``spent`` are the tail indices of the accepted path's leading lookup tokens
-        (empty: none); ``proposed`` False: the round had no lookup chain (no miss counted). Returns
+        """After a verify: ``spent`` are the tail indices of the accepted path's lookup tokens
+        (:func:`spent_on`; empty: none); ``proposed`` False: the round had no lookup chain (no miss counted). Returns
         how many tail tokens were kept."""
         if spent:
             self.cursor, self.replaced, self.misses = spent[-1] + 1, True, 0
+            self.spent.update(spent)
         else:
             self.replaced, self.misses = False, self.misses + proposed
         return len(spent)
 
 
-def merged(base: DraftTree, lookup: Lookup) -> tuple[DraftTree, tuple[int | None, ...]]:
-    """``base`` (deterministic) with ``lookup``'s chains below the same root: a node of both is kept
-    once; the lookup's other nodes come after ``base``'s. Returns the tree and, per node, the tail
-    index a lookup node stands for (None: the draft's own)."""
-    if base.q is not None or base.q_sparse is not None:
-        raise ValueError("a tree with proposals q cannot take deterministic lookup nodes; send it without q")
-    tokens, parents = list(base.tokens), list(base.parents)
-    origin: list[int | None] = [None] * len(tokens)
-    where = [0]  # lookup node index -> merged node index (0: the root)
-    for token, parent, index in zip(lookup.tree.tokens, lookup.tree.parents, lookup.origin, strict=True):
-        node = where[parent]
-        child = _child(tokens, parents, node, token)
-        if child is None:
-            tokens.append(token)
-            parents.append(node)
-            origin.append(None)
-            child = len(tokens)
-        if origin[child - 1] is None:
-            origin[child - 1] = index
-        where.append(child)
-    return DraftTree(tuple(tokens), tuple(parents)), tuple(origin)
-
-
 def spent_on(path: Sequence[int], origin: Sequence[int | None]) -> list[int]:
-    """The tail indices of the accepted ``path``'s (tree indices) leading lookup tokens."""
+    """The tail indices of the accepted ``path``'s (tree indices) lookup tokens, each past the one before."""
     out: list[int] = []
     for node in path:
         index = origin[node - 1]
-        if index is None:
-            break
-        out.append(index)
+        if index is not None and (not out or index > out[-1]):
+            out.append(index)
     return out
 
 
@@ -154,7 +158,7 @@ def resync_greedy(tail: OfflineTail, reference: Sequence[int], start: int) -> in
     while tail.live and p < len(reference):
         lookup = tail.lookup(reference[p - 1])
         path = _greedy_path(lookup.tree, reference[p:])
-        kept += tail.advance(spent_on(path, lookup.origin), lookup.size > 0)
+        kept += tail.advance(spent_on(path, lookup.origin), lookup.proposes)
         p += len(path) + 1
     return kept
 

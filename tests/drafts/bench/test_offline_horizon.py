@@ -82,6 +82,9 @@ def test_with_re_sync_a_swapped_token_loses_only_itself(runner: TargetRunner) ->
     assert methods["errs-at-4"]["offline_resync"]["kept"] == {"3": 3.0, "6": 5.0}
     assert methods["errs-at-0"]["offline_resync"]["kept"] == {"3": 2.0, "6": 5.0}
     assert all(row["kept_resync"] == {"errs-at-4": 5, "errs-at-0": 5} for row in run.samples)
+    row = run.samples[0]
+    assert row["offline"]["errs-at-4"][:4] == row["reference"][:4] != row["offline"]["errs-at-4"][:5]
+    assert len(row["reference"]) == 6 + 32  # the re-sync reference runs past the horizon
 
 
 @pytest.mark.parametrize("kind", KINDS)

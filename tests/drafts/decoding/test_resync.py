@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from drafts.acceptance import accept_tree
-from drafts.decoding.resync import OfflineTail, ResyncConfig, merged, resync_greedy, spent_on
+from drafts.decoding.resync import OfflineTail, ResyncConfig, resync_greedy, spent_on
 from drafts.errors import ConfigError
 from drafts.sampling import SamplingConfig
 from drafts.tree import DraftTree
@@ -59,36 +59,49 @@ def test_a_spent_tail_is_not_live() -> None:
     assert not tail.live
 
 
-def test_merged_keeps_a_node_of_both_trees_once_and_marks_the_lookup_ones() -> None:
+def test_grafted_keeps_a_node_of_both_trees_once_and_marks_the_lookup_ones() -> None:
     base = DraftTree((7, 4, 8), (0, 0, 1))  # the draft's: 7 -> 8, and 4
-    lookup = OfflineTail((50, 7, 9, 1)).lookup(root=60)  # 7 -> 9 -> 1
+    tail = OfflineTail((50, 7, 9, 1))  # below the correction: 7 -> 9 -> 1
 
-    tree, origin = merged(base, lookup)
+    grafted = tail.grafted(base, root=60)
 
-    assert tree.tokens == (7, 4, 8, 9, 1)
-    assert tree.parents == (0, 0, 1, 1, 4)
-    assert origin == (1, None, None, 2, 3)
-    assert spent_on([1, 4, 5], origin) == [1, 2, 3]
-    assert spent_on([1, 3], origin) == [1]
-    assert spent_on([2], origin) == []
+    assert grafted.tree.tokens == (7, 4, 8, 9, 1)
+    assert grafted.tree.parents == (0, 0, 1, 1, 4)
+    assert grafted.origin == (1, None, None, 2, 3)
+    assert grafted.added == 2 and grafted.proposes
+    assert spent_on([1, 4, 5], grafted.origin) == [1, 2, 3]
+    assert spent_on([1, 3], grafted.origin) == [1]
+    assert spent_on([2], grafted.origin) == []
 
 
-def test_merged_refuses_a_tree_with_proposals_q() -> None:
+def test_a_draft_node_the_tail_holds_gets_the_tail_after_it_below_it() -> None:
+    base = DraftTree.chain([5, 6])  # the draft's path passes 6, where the offline text goes on 6 -> 7 -> 8
+    tail = OfflineTail((50, 6, 7, 8), replaced=False)
+
+    grafted = tail.grafted(base, root=60)
+
+    assert grafted.tree.tokens == (5, 6, 7, 8)
+    assert grafted.tree.is_chain
+    assert grafted.origin == (None, None, 2, 3)
+    assert spent_on([1, 2, 3, 4], grafted.origin) == [2, 3]
+
+
+def test_grafted_refuses_a_tree_with_proposals_q() -> None:
     base = DraftTree.chain([1], torch.ones(1, 4) / 4)
     with pytest.raises(ValueError, match="without q"):
-        merged(base, OfflineTail((50, 7)).lookup(root=1))
+        OfflineTail((50, 7)).grafted(base, root=1)
 
 
 def test_a_lookup_path_is_verified_like_any_draft_at_t0() -> None:
-    """The merged tree through the one acceptance rule: the target's argmax path is the tail's."""
-    tree, origin = merged(DraftTree.chain([4]), OfflineTail((50, 7, 8)).lookup(root=60))
-    logits = torch.full((tree.size + 1, 10), -1.0)
+    """The grafted tree through the one acceptance rule: the target's argmax path is the tail's."""
+    grafted = OfflineTail((50, 7, 8)).grafted(DraftTree.chain([4]), root=60)
+    logits = torch.full((grafted.size + 1, 10), -1.0)
     for row, best in enumerate([7, 0, 8, 3]):  # after root: 7; after 4: 0; after 7: 8; after 8: 3
         logits[row, best] = 1.0
 
-    acceptance = accept_tree(tree, logits, SamplingConfig(temperature=0.0))
+    acceptance = accept_tree(grafted.tree, logits, SamplingConfig(temperature=0.0))
 
-    assert spent_on(acceptance.path, origin) == [1, 2]
+    assert spent_on(acceptance.path, grafted.origin) == [1, 2]
     assert acceptance.next_token == 3
 
 
@@ -104,3 +117,21 @@ def test_resync_greedy_keeps_the_tail_tokens_the_target_writes_again() -> None:
 def test_a_bad_config_names_the_cause() -> None:
     with pytest.raises(ConfigError, match="patience"):
         ResyncConfig(patience=0)
+
+
+def test_a_far_match_spends_only_its_own_tokens_and_the_ones_before_it_stay_proposed() -> None:
+    tail = OfflineTail((50, 28, 1, 28, 2, 28, 3), replaced=False)
+
+    assert tail.advance([6]) == 1  # the target took the last "28 3": 1 and 2 were not kept, yet
+    assert tail.cursor == 7 and tail.live
+    assert tail.starts(root=28, swap=False) == [1, 3]  # before the cursor, unspent
+    assert tail.lookup(root=28).tree.tokens == (1, 28, 2, 28, 2, 28)  # each chain ends before a spent token
+    tail.advance([2, 4])
+    assert tail.lookup(root=28).size == 0  # every token after a 28 kept once
+
+
+def test_a_chain_stops_at_a_spent_token() -> None:
+    tail = OfflineTail((50, 5, 6, 7, 8), replaced=False)
+    tail.advance([3])
+
+    assert tail.lookup(root=5).tree.tokens == (6,)  # 7 was kept already
