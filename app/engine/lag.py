@@ -15,7 +15,8 @@ split run: S ~60 ms, rtt 60 ms, delay 30-50 ms) it is 2 (s12 stream-lead/README.
 leads by L (:func:`drafts.neural.fan.fan_tree`: the likeliest paths of L tokens, a chain below each).
 
 The step and the delay are running averages (as the pacer's), the round trip the least seen; until
-all three are known the lag is 1, as a stream assumed before. ``EngineConfig.stream_lag`` > 0 fixes it instead.
+all three are known the lag is 1, as a stream assumed before. Used where ``EngineConfig.stream_lag``
+is 0; N > 0 fixes it (the default, 1: leading did not pay on tokens/s, s12 stream-lead/README.md).
 """
 
 from __future__ import annotations

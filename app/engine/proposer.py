@@ -5,12 +5,13 @@
                  of the next proposal
     _run         one draft at a time, on the draft's worker thread: take in the waiting vectors,
                  draft a tree (a chain shape: a fan of ``EngineConfig.stream_width`` chains,
-                 :mod:`drafts.neural.fan`, led by the lag: :mod:`app.engine.lag`) below the newest
-                 root, ``EngineConfig.stream_lead`` tokens deeper than the shape (and lag - 1 more),
-                 send it as Propose(base=root's index). When it
-                 ends, if newer parts came meanwhile, draft again from the newest: a proposal is
-                 never drafted from a root the server is known to be past, and one that those
-                 parts already contradict (the server's rule) is dropped unsent
+                 :mod:`drafts.neural.fan`, led by the lag ``EngineConfig.stream_lag`` sets or
+                 :mod:`app.engine.lag` measures) below the newest root,
+                 ``EngineConfig.stream_lead`` tokens deeper than the shape (and lag - 1 more), send
+                 it as Propose(base=root's index). When it ends, if newer parts came meanwhile,
+                 draft again from the newest: a proposal is never drafted from a root the server
+                 is known to be past, and one that those parts already contradict (the server's
+                 rule) is dropped unsent
     settle       the stream ended (or the link died): the last draft is done and the draft holds
                  every vector the server sent, as the round-based generation expects
 

@@ -170,9 +170,28 @@ def summed(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def table(paths: list[str]) -> None:
+    """The README's lag table from ``--json`` files (``stream_lag.py --table FILES``)."""
+    print("| file | link | method | steps | tau | step lag 0/1/2/3/4+ | first use 0/1/2/3/4+ | applied share "
+          "| accepted / step | server step ms | draft ms | led | = ar |")  # fmt: skip
+    print("|" + " --- |" * 13)
+    for path in paths:
+        for name, r in json.loads(Path(path).read_text())["summary"].items():
+            link, method = name.split(" ", 1)
+            lags = "/".join(map(str, r["step_lag_0_1_2_3_4+"]))
+            first = "/".join(map(str, r["first_use_lag_0_1_2_3_4+"]))
+            led = r.get("client_led_per_proposal", 1.0)
+            print(f"| {Path(path).stem} | {link} | {method} | {r['steps']} | {r['tau']:.2f} | {lags} | {first} "
+                  f"| {r['applied_share']:.2f} | {r['accepted_per_step']:.2f} | {r['step_ms_median']:.0f} "
+                  f"| {r['client_draft_ms']:.0f} | {led:.2f} | {r['identical']} |")  # fmt: skip
+
+
 def main() -> int:
     if len(sys.argv) > 2 and sys.argv[1] == "--serve":
         return serve(Path(sys.argv[2]), sys.argv[4:])
+    if len(sys.argv) > 2 and sys.argv[1] == "--table":
+        table(sys.argv[2:])
+        return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--dataset", default="sharegpt-heldout")
     p.add_argument("--limit", type=int, default=3)
