@@ -65,7 +65,8 @@ async def resync_round(g: Generation) -> None:
     room = min(
         caps.max_context - len(t.context) - 1, caps.max_tree_nodes, g.decode.max_new_tokens - len(t.confirmed) - 1
     )
-    reserved = min(room // 2 if room > 1 else room, g.tail.config.nodes, len(g.tail.tokens) - g.tail.cursor)
+    unspent = len(g.tail.tokens) - len(g.tail.spent)
+    reserved = min(room // 2 if room > 1 else room, g.tail.config.nodes, unspent)
     started = time.perf_counter()
     own = await g.work(_drafted, g, root, room - reserved) if room > reserved else DraftTree.chain([])
     g.progress.drafted(time.perf_counter() - started)
