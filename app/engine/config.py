@@ -91,19 +91,18 @@ class EngineConfig:
     # below each; the server keeps only the chain below the right guess, so verification costs what
     # one chain does. Chain 4, teacher-forced, one step late, shipped MoA (s11 stream-hits): a
     # proposal applies in 26 % -> 47 % of steps (sharegpt-heldout), tau 1.25 -> 1.39; 1: one chain.
-    # A tree shape keeps its own first level (its top-k). Default 1 (one chain): on tokens/s one chain beat
-    # the fan of 4 in every split-run pair (s11 split/: 4 of 4, by 2-5 %; s12 stream-lead/README.md: 11 of
-    # 12, by 0.03-0.17 of API's tok/s, e.g. 6 x 64 humaneval 4g 0.76 vs 0.66): the fan's extra applied steps
-    # are its 2nd-4th guesses, whose chains are seldom accepted, and each applied step costs the CPU verifier
-    # a quarter of a step more; its draft takes ~1.5x longer.
+    # A tree shape keeps its own first level (its top-k). Default 1 (one chain): on tokens/s one chain was
+    # ahead of the fan of 4 in 4 of 4 pairs of s11's split run (by 2-5 %) and 12 of 16 of s12's (mean +0.05
+    # of API's tok/s; s12 stream-lead/README.md): the fan's extra applied steps are its 2nd-4th guesses,
+    # whose chains are seldom accepted, each applied step costs the CPU verifier ~1.3 steps, its draft ~1.5x.
     stream_width: int = 1
     # A proposal applies only if it spelled the tokens the server made while it travelled: on lan one
     # (the draft fits inside a server step), on 4g two for most proposals (the server's log: a fan's first
-    # use is two late for 56-65 % of its proposals; s12 stream-lead/README.md). 0: the lag measured from the
+    # use is two late for 58-67 % of its proposals; s12 stream-lead/README.md). 0: the lag measured from the
     # stream (app.engine.lag) and the fan led by it (drafts.neural.fan: the likeliest paths of ``lag``
     # tokens, a chain below each; one chain: lag - 1 tokens deeper); N: assume N. Default 1 (no lead): the
-    # lead gains +0.02 tau at two late (simulated, 8 x 64 per data set, the fan of 4) for 30-60 % more
-    # draft time, and on tokens/s it was level (lan +0.03) to behind (4g -0.05) in the 6 x 64 split run.
+    # lead gains +0.02 tau at two late (simulated, 8 x 64 per data set, the fan of 4) for 30-60 % more draft
+    # time, and on tokens/s measured vs 1 was ahead in 8 of 16 split-run pairs, mean -0.003 of API's.
     stream_lag: int = 1
     client_name: str = field(default="moa-chat/0.1.0")  # Hello.client, for the server's logs
     # After a repair that rejected, the offline tokens left propose lookup chains in the next rounds
