@@ -188,7 +188,8 @@ def check_answer(result: dict, labels: set[str]) -> None:
     assert result["tokens"] == len(result["provenance"]) == len(result["token_ids"]) > 0
     assert set(result["provenance"]) <= labels
     stats = result["stats"]
-    expected = {"tau", "round_trips_per_100", "tokens_per_s", "ttft_s", "offline_tokens", "kept_after_repair", "shape"}
+    expected = {"tau", "round_trips_per_100", "tokens_per_s", "ttft_s", "offline_tokens", "kept_after_repair",
+                "kept_after_resync", "shape"}
     assert set(stats) == expected
     assert stats["tokens_per_s"] > 0 and stats["ttft_s"] > 0
 
