@@ -49,17 +49,12 @@ def applicable_subtree(
         return None
     node = 0
     for token in tokens[base - start + 1 :]:
-        child = _child_with(tree, node, token)
+        child = tree.child_with(node, token)
         if child is None:
             return None
         node = child
     kept = _descendants(tree, node, max_depth)[:limit]
     return _reindexed(tree, node, kept) if kept else None
-
-
-def _child_with(tree: DraftTree, node: int, token: int) -> int | None:
-    """The first (best) child of ``node`` whose token is ``token``."""
-    return next((child for child in tree.children(node) if tree.tokens[child - 1] == token), None)
 
 
 def _descendants(tree: DraftTree, node: int, max_depth: int | None) -> list[int]:

@@ -59,6 +59,10 @@ class DraftTree:
         """Tree indices of ``node``'s children, best first."""
         return [i + 1 for i, parent in enumerate(self.parents) if parent == node]
 
+    def child_with(self, node: int, token: int) -> int | None:
+        """The first (best) child of ``node`` whose token is ``token``, if any."""
+        return next((child for child in self.children(node) if self.tokens[child - 1] == token), None)
+
     def path(self, node: int) -> list[int]:
         """Tree indices from the root's first child down to ``node`` (empty for the root)."""
         out: list[int] = []

@@ -167,7 +167,7 @@ def _greedy_path(tree: DraftTree, reference: Sequence[int]) -> list[int]:
     """The accepted path at T = 0 when the target's tokens are ``reference``."""
     node, path = 0, []
     for token in reference:
-        child = _child(list(tree.tokens), list(tree.parents), node, token)
+        child = tree.child_with(node, token)
         if child is None:
             break
         path.append(child)
@@ -176,7 +176,8 @@ def _greedy_path(tree: DraftTree, reference: Sequence[int]) -> list[int]:
 
 
 def _child(tokens: list[int], parents: list[int], node: int, token: int) -> int | None:
-    """The tree index of ``node``'s child that is ``token``, if any."""
+    """The tree index of ``node``'s child that is ``token``, if any, in a tree still being built
+    (:meth:`DraftTree.child_with` once it is one)."""
     for i, (t, parent) in enumerate(zip(tokens, parents, strict=True)):
         if parent == node and t == token:
             return i + 1
