@@ -41,8 +41,11 @@ class OfflineContinuation(Protocol):
         returns tokens it already holds beyond it, to show at once."""
         ...
 
-    async def next_token(self, context: list[int], sampling: SamplingConfig) -> int | None:
-        """The token after ``context`` (prompt + confirmed + offline so far); None when it cannot go on."""
+    async def next_token(
+        self, context: list[int], sampling: SamplingConfig, banned: frozenset[int] = frozenset()
+    ) -> int | None:
+        """The token after ``context`` (prompt + confirmed + offline so far), never one of ``banned``;
+        None when it cannot go on."""
         ...
 
     def close(self) -> None: ...
@@ -78,11 +81,13 @@ class DraftContinuation:
             chain = await self.work(drafter.start_chain, root, self.policy, self.generator, shown)
         return chain.tokens[len(shown) :]
 
-    async def next_token(self, context: list[int], sampling: SamplingConfig) -> int | None:
+    async def next_token(
+        self, context: list[int], sampling: SamplingConfig, banned: frozenset[int] = frozenset()
+    ) -> int | None:
         chain = self.drafter.chain
         if self.drafter.observed == 0 or chain is None:
             return None  # the draft has seen no target state yet: it cannot write
-        tokens: list[int] = await self.work(chain.grow, 1, False)  # offline, confidence does not stop it
+        tokens: list[int] = await self.work(chain.grow, 1, False, banned)  # offline, confidence does not stop it
         chain.q[-1] = None  # offline tokens are verified as deterministic proposals: no q kept
         return tokens[0]
 
@@ -110,11 +115,14 @@ class GGUFContinuation:
     async def begin(self, context: list[int]) -> list[int]:
         return []
 
-    async def next_token(self, context: list[int], sampling: SamplingConfig) -> int | None:
+    async def next_token(
+        self, context: list[int], sampling: SamplingConfig, banned: frozenset[int] = frozenset()
+    ) -> int | None:
         if len(context) >= self.n_ctx:
             return None
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._thread, self.model.next_token, list(context), sampling, None)
+        choose = self.model.next_token
+        return await loop.run_in_executor(self._thread, choose, list(context), sampling, None, sorted(banned))
 
     def close(self) -> None:
         self._thread.shutdown(wait=True, cancel_futures=True)

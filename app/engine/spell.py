@@ -3,8 +3,9 @@
 Top to bottom (:func:`offline_spell`): tell the UI (LinkLost), start reconnecting in the
 background (resume the session, or replay the confirmed history, with backoff), show at once what
 the offline writer holds already (the draft: the chain that was in flight and the tokens drafted
-ahead), then write a token at a time (:mod:`app.engine.offline`) until the session is back. Writing
-stops early at a stop (then the spell waits ``offline_wait_s`` for the verifier, else the answer
+ahead), then write a token at a time (:mod:`app.engine.offline`) until the session is back. An
+answer begun offline is never ended before its first token (no stop token is written first).
+Writing stops early at a stop (then the spell waits ``offline_wait_s`` for the verifier, else the answer
 ends unverified) or at ``offline_budget`` unverified tokens (OfflineBudgetReached, then it waits
 for the verifier as long as it takes: a long outage must not write pages that the repair then
 deletes). The vectors replayed meanwhile are taken in by the draft after the spell (it was busy
@@ -46,7 +47,7 @@ async def offline_spell(g: Generation, reason: str) -> bool:
                 g.emit(OfflineBudgetReached(config.offline_budget))
                 await asyncio.wait({reconnect})  # writing pauses until the verifier is back
                 break
-            token = await g.offline.next_token(t.context + t.offline, g.sampling)
+            token = await g.offline.next_token(t.context + t.offline, g.sampling, first_token_bans(g))
             if token is None:
                 t.offline_complete = True
             else:
@@ -63,3 +64,11 @@ async def offline_spell(g: Generation, reason: str) -> bool:
     g.held = True
     g.emit(LinkRestored(resumed, time.perf_counter() - lost_at, replayed))
     return True
+
+
+def first_token_bans(g: Generation) -> frozenset[int]:
+    """The stops, while the answer is empty: an answer begun offline never ends before its first token
+    (a draft that has not seen the target's state of a new message often guesses an end at once, and an
+    empty bubble helps no one; the repair verifies what it writes instead, and keeps the target's own
+    end if that was right)."""
+    return g.draft.stop_ids if not g.transcript.output else frozenset()

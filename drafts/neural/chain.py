@@ -8,7 +8,8 @@ so the chain is incremental and outlives a call:
     grow(n)          draft up to n more tokens after the chain's last; fewer (and ``stalled``)
                      where the draft's top probability falls below the policy's ``min_confidence`` (EAGLE-2's
                      signal that acceptance is unlikely; decided *before* sampling, so a kept
-                     token is still drawn from its q: lossless at T > 0)
+                     token is still drawn from its q: lossless at T > 0); ``banned`` target ids
+                     are never chosen (offline: no stop as an answer's first token)
     tokens, q        the drafted tokens and the proposal each was drawn from
     tree(count)      the first ``count`` tokens as the DraftTree a verifier takes
     sparse_q(count)  their top-K proposals as a Verify carries them (None: send them deterministic)
@@ -31,7 +32,7 @@ What each token keeps of its proposal (:class:`ChainPolicy`'s ``q_top_k``):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,9 +80,10 @@ class IncrementalChain:
         self._state: Any = model.initial_state()  # per-token recurrent state (EAGLE's predicted feature)
 
     @torch.inference_mode()
-    def grow(self, n: int, confident_only: bool = True) -> list[int]:
+    def grow(self, n: int, confident_only: bool = True, banned: Collection[int] = ()) -> list[int]:
         """Draft up to ``n`` more tokens; returns them. ``confident_only=False`` ignores ``min_confidence``
-        (offline, where nothing better would be written instead)."""
+        (offline, where nothing better would be written instead); no token of ``banned`` (target ids) is
+        chosen (offline tokens are verified as deterministic proposals, so this costs no losslessness)."""
         assert self.live, "the drafter dropped this chain (it observed, truncated or drafted a tree)"
         new: list[int] = []
         for _ in range(n):
@@ -92,7 +94,7 @@ class IncrementalChain:
             if confident_only and floor and _confidence(logits) < floor:
                 self.stalled = True
                 break
-            token, q = self._choose(logits)
+            token, q = self._choose(self._without(logits, banned) if banned else logits)
             self.tokens.append(token)
             self.q.append(q)
             self._unstepped = token
@@ -134,6 +136,12 @@ class IncrementalChain:
             self._logits, self._unstepped = logits[0], None
         assert self._logits is not None
         return self._logits
+
+    def _without(self, logits: torch.Tensor, banned: Collection[int]) -> torch.Tensor:
+        """(Dv,) ``logits`` with the draft ids of the ``banned`` target ids at -inf (a copy)."""
+        d2t = self.model.parts.d2t
+        hit = torch.isin(d2t, torch.tensor(sorted(banned), dtype=d2t.dtype, device=d2t.device))
+        return logits.masked_fill(hit, float("-inf"))
 
     def _choose(self, logits: torch.Tensor) -> tuple[int, Proposal]:
         """(target token id, the proposal it was drawn from) under this chain's sampling."""

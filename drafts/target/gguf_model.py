@@ -11,6 +11,7 @@ thread and keeps it warm while online) and by the offline-horizon benchmark.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,9 +63,18 @@ class GGUFModel:
         logits = self._llama_cpp.llama_get_logits_ith(self.llm.ctx, -1)
         return np.ctypeslib.as_array(logits, shape=(self.llm.n_vocab(),)).copy()
 
-    def next_token(self, context: list[int], sampling: SamplingConfig, generator: torch.Generator | None) -> int:
-        """The token after ``context``, chosen by the rule the target uses."""
-        return choose(torch.from_numpy(self.logits_after(context)), sampling, generator)
+    def next_token(
+        self,
+        context: list[int],
+        sampling: SamplingConfig,
+        generator: torch.Generator | None,
+        banned: Sequence[int] = (),
+    ) -> int:
+        """The token after ``context``, chosen by the rule the target uses; never one of ``banned``."""
+        logits = torch.from_numpy(self.logits_after(context))  # (V,)
+        if banned:
+            logits[list(banned)] = float("-inf")
+        return choose(logits, sampling, generator)
 
     def close(self) -> None:
         self.llm.close()

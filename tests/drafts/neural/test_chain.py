@@ -97,3 +97,22 @@ def test_a_confidence_floor_stalls_the_chain_but_offline_writing_goes_past_it() 
 
     assert chain.grow(3) == [] and chain.stalled
     assert len(chain.grow(3, confident_only=False)) == 3
+
+
+
+@pytest.mark.parametrize("sampling", [SamplingConfig(), SamplingConfig(temperature=1.0, seed=3)])
+def test_a_banned_token_is_never_chosen(sampling: SamplingConfig) -> None:
+    first = observed("moa").start_chain(PROMPT[-1], ChainPolicy(sampling), sampling.generator()).grow(1)[0]
+    banning = observed("moa").start_chain(PROMPT[-1], ChainPolicy(sampling), sampling.generator())
+
+    assert banning.grow(1, False, {first}) != [first]
+
+
+def test_after_a_banned_token_the_chain_goes_on_from_the_one_chosen_instead() -> None:
+    first = observed("eagle").start_chain(PROMPT[-1], GREEDY, None).grow(1)[0]
+    banning = observed("eagle").start_chain(PROMPT[-1], GREEDY, None)
+    chosen = banning.grow(1, False, {first})[0]
+
+    replayed = observed("eagle").start_chain(PROMPT[-1], GREEDY, None, [chosen])
+
+    assert banning.grow(3) == replayed.grow(3)
