@@ -24,8 +24,9 @@ from drafts.bench.report import format_table, write_json
 from drafts.data.prompts import BenchPrompt, load_prompts
 from drafts.decoding.config import DecodeConfig
 from drafts.drafters.base import DraftShape
-from drafts.drafters.registry import drafter_spec, set_checkpoint
+from drafts.drafters.registry import drafter_spec, set_checkpoint, set_tree_scoring, tree_scorings
 from drafts.errors import ConfigError, MoaError
+from drafts.neural.tree_search import TreeScoring
 from drafts.sampling import SamplingConfig
 from drafts.target.default_shape import asked_shape, local_shape
 from drafts.target.device import DEVICE_CHOICES, DTYPE_CHOICES, resolve_device, resolve_dtype
@@ -38,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="ar,lookup,oracle", help="comma-separated: ar, generate, lookup, oracle, ...")
     p.add_argument("--dataset", default="humaneval", help="humaneval | sharegpt-heldout | FILE.jsonl")
     p.add_argument("--limit", type=int, default=20, help="number of prompts (default 20)")
+    p.add_argument(
+        "--skip", type=int, default=0, help="leave out the dataset's first N prompts (tune on prompts the report skips)"
+    )
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--top-k", type=int, default=0)
@@ -90,7 +94,34 @@ def build_parser() -> argparse.ArgumentParser:
         help="moa|eagle|independent=DIR replaces the shipped draft; any other NAME adds a method of that name"
         " (e.g. --checkpoint eagle-regen=runs/eagle-regen --method eagle,eagle-regen)",
     )
+    p.add_argument(
+        "--tree-scoring",
+        action="append",
+        default=[],
+        metavar="NAME=SPEC",
+        help="how draft NAME's trees rank nodes: slope=A[/A2..],bias=B[/B2..] per depth (drafts.neural.tree_search;"
+        " e.g. --checkpoint moa-cal=DIR --tree-scoring moa-cal=slope=1.2,bias=-0.1 --method moa,moa-cal)",
+    )
     return p
+
+
+def register_tree_scorings(items: list[str]) -> None:
+    """``--tree-scoring NAME=SPEC`` items, after the checkpoints (NAME may be one of theirs)."""
+    for item in items:
+        name, sep, spec = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--tree-scoring takes NAME=SPEC (e.g. moa=slope=1.2,bias=-0.1), got {item!r}")
+        set_tree_scoring(name, TreeScoring.parse(spec))
+
+
+def prompts_after(dataset: str, skip: int) -> list[BenchPrompt]:
+    """The dataset's prompts from index ``skip`` on (``--skip``: a tuning set disjoint from the report's)."""
+    if skip < 0:
+        raise ConfigError(f"--skip takes a prompt count >= 0, got {skip}")
+    prompts = load_prompts(dataset)[skip:]
+    if not prompts:
+        raise ConfigError(f"--skip {skip} leaves no prompt of {dataset}; lower it")
+    return prompts
 
 
 def register_checkpoints(items: list[str]) -> None:
@@ -107,6 +138,7 @@ def register_checkpoints(items: list[str]) -> None:
 def parse_config(args: argparse.Namespace) -> BenchConfig:
     """The run's methods and decoding, checked before any model loads (the default chain: for how the target runs)."""
     register_checkpoints(args.checkpoint)
+    register_tree_scorings(args.tree_scoring)
     methods = tuple(dict.fromkeys(m.strip() for m in args.method.split(",") if m.strip()))
     for m in methods:
         if m not in PLAIN_METHODS:
@@ -139,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     try:
         config = parse_config(args)
-        prompts = load_prompts(args.dataset)
+        prompts = prompts_after(args.dataset, args.skip)
         device = resolve_device(args.device)
         runner = TargetRunner(load_target(args.target, device, resolve_dtype(args.dtype, device), args.linear))
         token_prompts, skipped = fitting_prompts(runner, prompts, args.limit, config.decode.max_new_tokens)
@@ -203,6 +235,7 @@ def _describe(args: argparse.Namespace, config: BenchConfig, runner: TargetRunne
     return {
         "methods": list(config.methods),
         "dataset": args.dataset,
+        "skip": args.skip,
         "prompts": n,
         "max_new_tokens": config.decode.max_new_tokens,
         "temperature": s.temperature,
@@ -210,6 +243,7 @@ def _describe(args: argparse.Namespace, config: BenchConfig, runner: TargetRunne
         "top_p": s.top_p,
         "seed": s.seed,
         "draft_shape": config.decode.shape.describe(),
+        "tree_scoring": {name: scoring.describe() for name, scoring in tree_scorings().items()},
         "linear": runner.linear,
         **run_environment(runner),
     }

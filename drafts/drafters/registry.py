@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from drafts.drafters.base import Drafter
 from drafts.drafters.lookup import PromptLookupDrafter
@@ -19,6 +20,9 @@ from drafts.drafters.oracle import OracleDrafter
 from drafts.errors import ConfigError
 from drafts.neural.kinds import DRAFT_KINDS
 from drafts.target.runner import TargetRunner
+
+if TYPE_CHECKING:
+    from drafts.neural.tree_search import TreeScoring
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ register(
 # -- trained drafts -------------------------------------------------------------------------
 _CHECKPOINTS: dict[str, Path] = {}  # draft name -> checkpoint directory chosen by the user
 _LOADED: dict[tuple[int, str], object] = {}  # (id(runner), path) -> loaded model, one per process
+_TREE_SCORING: dict[str, TreeScoring] = {}  # draft name -> how its trees rank nodes (default: EAGLE-2's)
 _METHOD_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
@@ -80,6 +85,18 @@ def set_checkpoint(name: str, path: Path) -> None:
         register(DrafterSpec(name, _build_neural(name), description=f"trained draft from {path}", trained=True))
 
 
+def set_tree_scoring(name: str, scoring: TreeScoring) -> None:
+    """Rank the nodes of the trained draft ``name``'s trees with ``scoring`` (``moa-bench --tree-scoring``)."""
+    if name not in _REGISTRY or not _REGISTRY[name].trained:
+        raise ConfigError(f"--tree-scoring names a trained draft (moa, eagle, or a --checkpoint NAME), got {name!r}")
+    _TREE_SCORING[name] = scoring
+
+
+def tree_scorings() -> dict[str, TreeScoring]:
+    """The drafts whose trees rank nodes other than by default, by name."""
+    return dict(_TREE_SCORING)
+
+
 def checkpoint_for(kind: str, runner: TargetRunner) -> Path:
     from drafts.locations import shipped_checkpoint
 
@@ -90,12 +107,14 @@ def _build_neural(name: str) -> Callable[[TargetRunner, list[int]], Drafter]:
     def build(runner: TargetRunner, reference: list[int]) -> Drafter:
         from drafts.neural.checkpoint import load_draft
         from drafts.neural.drafter import NeuralDrafter
+        from drafts.neural.tree_search import DEFAULT_SCORING
 
         path = checkpoint_for(name, runner)
         key = (id(runner), str(path))
         if key not in _LOADED:
             _LOADED[key] = load_draft(path, runner)
-        return NeuralDrafter(_LOADED[key], name)  # type: ignore[arg-type]
+        scoring = _TREE_SCORING.get(name, DEFAULT_SCORING)
+        return NeuralDrafter(_LOADED[key], name, tree_scoring=scoring)  # type: ignore[arg-type]
 
     return build
 

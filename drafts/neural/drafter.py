@@ -24,18 +24,21 @@ from drafts.drafters.base import DraftShape
 from drafts.neural.base import NeuralDraft
 from drafts.neural.chain import ChainPolicy, IncrementalChain, Proposal
 from drafts.neural.fan import fan_tree
-from drafts.neural.tree_search import dynamic_tree
+from drafts.neural.tree_search import DEFAULT_SCORING, TreeScoring, dynamic_tree
 from drafts.sampling import SamplingConfig
 from drafts.target.activations import Activations
 from drafts.tree import DraftTree
 
 
 class NeuralDrafter:
-    def __init__(self, model: NeuralDraft, name: str | None = None, q_top_k: int = 0) -> None:
+    def __init__(
+        self, model: NeuralDraft, name: str | None = None, q_top_k: int = 0, tree_scoring: TreeScoring = DEFAULT_SCORING
+    ) -> None:
         self.model = model.eval()
         self.name = name or model.kind
         self.needs = model.needs
         self.q_top_k = q_top_k  # what ``propose``'s sampled chains keep of q: 0 the full (V,) rows, K the top K
+        self.tree_scoring = tree_scoring  # how a tree's nodes are ranked (drafts.neural.tree_search.TreeScoring)
         self.history: list[int] = []  # the committed tokens the draft has observed
         self.chain: IncrementalChain | None = None  # the chain drafted below the root, if any
 
@@ -118,7 +121,7 @@ class NeuralDrafter:
     @torch.inference_mode()
     def _tree(self, root: int, position: int, shape: DraftShape) -> DraftTree:
         self._drop()
-        return dynamic_tree(self.model, root, position, shape)
+        return dynamic_tree(self.model, root, position, shape, self.tree_scoring)
 
     def _drop(self) -> None:
         """Forget the chain (and any tree's scratch tokens): the caches hold the observed tokens only."""

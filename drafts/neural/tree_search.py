@@ -6,6 +6,11 @@ top-k children scored by cumulative log-probability, and keep the best k as the 
 Rerank: pool every generated node and keep the ``total`` best; a child never scores above its
 parent, so the selection is a subtree. Candidates are deterministic (q = δ), which the
 multi-candidate acceptance rule verifies losslessly at any temperature.
+
+A node's score is the sum of its path's log q (EAGLE-2). :class:`TreeScoring` may recalibrate
+each term (a draft running on its own predicted features is over-confident at depth): the term
+becomes ``min(0, slope_d * log q + bias_d)`` at depth d, which changes which nodes are kept,
+never what they are, so the tree stays lossless.
 """
 
 from __future__ import annotations
@@ -16,28 +21,89 @@ from typing import Any
 import torch
 
 from drafts.drafters.base import DraftShape
+from drafts.errors import ConfigError
 from drafts.neural.base import NeuralDraft
 from drafts.tree import DraftTree
 
 
+@dataclass(frozen=True)
+class TreeScoring:
+    """Per-depth calibration of the log-probabilities a node's score sums (default: EAGLE-2's rule)."""
+
+    slope: tuple[float, ...] = (1.0,)  # log q is multiplied by slope[d - 1] at depth d (the last repeats)
+    bias: tuple[float, ...] = (0.0,)  # then bias[d - 1] is added (< 0: a deeper node costs more)
+
+    def __post_init__(self) -> None:
+        if not self.slope or not self.bias:
+            raise ConfigError("a tree scoring needs at least one slope and one bias (e.g. slope=1.2,bias=-0.1)")
+        if min(self.slope) <= 0:
+            raise ConfigError(f"tree scoring slopes must be > 0 (the draft's order within a depth), got {self.slope}")
+
+    @property
+    def is_default(self) -> bool:
+        return self.slope == (1.0,) and self.bias == (0.0,)
+
+    def term(self, log_q: float, depth: int) -> float:
+        """A node's own contribution to its score (never above 0: a child never outscores its parent)."""
+        if self.is_default:
+            return log_q
+        slope = self.slope[min(depth, len(self.slope)) - 1]
+        bias = self.bias[min(depth, len(self.bias)) - 1]
+        return min(0.0, slope * log_q + bias)
+
+    @classmethod
+    def parse(cls, text: str) -> TreeScoring:
+        """``"slope=1.2,bias=-0.1"``; per depth: ``"slope=1/1.2/1.4,bias=0/-0.1"``; ``"default"``."""
+        if text.strip() in ("", "default"):
+            return cls()
+        fields: dict[str, tuple[float, ...]] = {}
+        try:
+            for item in text.split(","):
+                key, _, values = item.partition("=")
+                if key.strip() not in ("slope", "bias"):
+                    raise ValueError(key)
+                fields[key.strip()] = tuple(float(v) for v in values.split("/"))
+        except ValueError as exc:
+            raise ConfigError(f"a tree scoring reads slope=A[/A2...],bias=B[/B2...], got {text!r}") from exc
+        return cls(**fields)
+
+    def describe(self) -> str:
+        if self.is_default:
+            return "default"
+        return ",".join(
+            f"{k}={'/'.join(f'{v:g}' for v in vs)}" for k, vs in (("slope", self.slope), ("bias", self.bias))
+        )
+
+
+DEFAULT_SCORING = TreeScoring()
+
+
 @dataclass
-class _Node:
+class TreeNode:
     token: int  # target id
     parent: int  # index into the node list, -1 = root
     depth: int
-    score: float  # cumulative draft log-probability
+    log_q: float  # the draft's log-probability of this token given its path
+    score: float  # the sum of the scoring's terms along the path
     slot: int = -1  # scratch slot once the node has been run through the draft
 
 
-def dynamic_tree(model: NeuralDraft, root: int, position: int, shape: DraftShape) -> DraftTree:
+def dynamic_tree(
+    model: NeuralDraft, root: int, position: int, shape: DraftShape, scoring: TreeScoring = DEFAULT_SCORING
+) -> DraftTree:
     """Grow and select an EAGLE-2 tree below ``root`` (at ``position``)."""
+    return select(grow(model, root, position, shape, scoring), shape.tree_total)
+
+
+def grow(model: NeuralDraft, root: int, position: int, shape: DraftShape, scoring: TreeScoring) -> list[TreeNode]:
+    """Every node EAGLE-2's expansion generates below ``root``, in order of generation."""
     device = model.parts.head_weight.device
     logits, state = model.step(
         torch.tensor([root], device=device), torch.tensor([position], device=device), None, model.initial_state()
     )
-    nodes: list[_Node] = []
+    nodes: list[TreeNode] = []
     ancestors: list[list[int]] = [[0]]  # scratch slot -> slots it may see (itself included)
-    frontier = _expand(nodes, logits, [-1], [0.0], 1, shape.tree_top_k, model)
+    frontier = _expand(nodes, logits, [-1], [0.0], 1, shape.tree_top_k, model, scoring)
     states = {-1: state}  # node index -> the draft state its children start from
     for depth in range(2, shape.tree_depth + 1):
         frontier = frontier[: shape.tree_top_k]
@@ -48,18 +114,20 @@ def dynamic_tree(model: NeuralDraft, root: int, position: int, shape: DraftShape
         logits, out = model.step(tokens, positions, mask, parent_state)
         for row, i in enumerate(frontier):
             states[i] = None if out is None else out[row : row + 1]
-        frontier = _expand(nodes, logits, frontier, [nodes[i].score for i in frontier], depth, shape.tree_top_k, model)
-    return _select(nodes, shape.tree_total)
+        scores = [nodes[i].score for i in frontier]
+        frontier = _expand(nodes, logits, frontier, scores, depth, shape.tree_top_k, model, scoring)
+    return nodes
 
 
 def _expand(
-    nodes: list[_Node],
+    nodes: list[TreeNode],
     logits: torch.Tensor,
     parents: list[int],
     scores: list[float],
     depth: int,
     k: int,
     model: NeuralDraft,
+    scoring: TreeScoring,
 ) -> list[int]:
     """Add each parent's top-k children; return the k best new nodes (the next frontier)."""
     logp = torch.log_softmax(logits.float(), dim=-1)  # (n, Dv)
@@ -68,13 +136,13 @@ def _expand(
     new: list[int] = []
     for row, parent in enumerate(parents):
         for token, lp in zip(ids[row], top.values[row].tolist(), strict=True):
-            nodes.append(_Node(token, parent, depth, scores[row] + lp))
+            nodes.append(TreeNode(token, parent, depth, lp, scores[row] + scoring.term(lp, depth)))
             new.append(len(nodes) - 1)
     return sorted(new, key=lambda i: -nodes[i].score)[:k]
 
 
 def _scratch_mask(
-    nodes: list[_Node], frontier: list[int], ancestors: list[list[int]], device: torch.device
+    nodes: list[TreeNode], frontier: list[int], ancestors: list[list[int]], device: torch.device
 ) -> torch.Tensor:
     """Give the frontier nodes scratch slots; (n, S) mask of the slots each may see."""
     for i in frontier:
@@ -93,7 +161,7 @@ def _gather_state(states: dict[int, Any], parents: list[int]) -> Any:
     return None if rows[0] is None else torch.cat(rows, dim=0)
 
 
-def _select(nodes: list[_Node], total: int) -> DraftTree:
+def select(nodes: list[TreeNode], total: int) -> DraftTree:
     """The ``total`` best nodes (with their ancestors) as a topologically ordered tree."""
     chosen = set(sorted(range(len(nodes)), key=lambda i: -nodes[i].score)[:total])
     for i in list(chosen):

@@ -9,9 +9,12 @@ import pytest
 import torch
 
 from drafts.bench import cli
+from drafts.drafters import registry
 from drafts.target.default_shape import local_shape
 from drafts.target.loading import LoadedTarget
 from drafts.target.packed_linear import pack_linear_layers, resolve_linear
+from drafts.training.checkpoint import save_draft
+from tests.tiny_drafts import random_draft
 from tests.tiny_targets import FakeTokenizer, tiny_model, tiny_runner
 
 JSON_KEYS = {
@@ -259,4 +262,73 @@ def test_a_missing_cuda_device_is_an_error_before_any_model_load(
     err = run_failing(["--device", "cuda", "--dataset", str(prompts_file)], capsys)
 
     assert "--device cuda, but torch sees no CUDA GPU here" in err
+    assert loads == []
+
+
+@pytest.fixture
+def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checkpoints, methods and tree scorings a test registers vanish with it."""
+    for name in ("_REGISTRY", "_CHECKPOINTS", "_LOADED", "_TREE_SCORING"):
+        monkeypatch.setattr(registry, name, dict(getattr(registry, name)))
+
+
+def test_skip_leaves_out_the_first_prompts_and_the_json_says_so(
+    loads: list[str | None], prompts_file: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "bench.json"
+
+    options = ["--method", "lookup", "--skip", "1", "--max-new-tokens", "4", "--json", str(out)]
+    code = cli.main([*options, "--dataset", str(prompts_file)])
+
+    assert code == 0
+    config = json.loads(out.read_text())["config"]
+    assert config["skip"] == 1 and config["prompts"] == 1
+
+
+def test_skipping_every_prompt_is_an_error(
+    loads: list[str | None], prompts_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = run_failing(["--method", "lookup", "--skip", "2", "--dataset", str(prompts_file)], capsys)
+
+    assert "--skip 2 leaves no prompt" in err
+
+
+def test_a_tree_scoring_applies_to_the_named_draft_only_and_stays_identical_to_ar(
+    fresh_registry: None, loads: list[str | None], prompts_file: Path, tmp_path: Path
+) -> None:
+    runner = tiny_runner(tiny_model("llama", seed=5), eos_token_id=63)
+    save_draft(tmp_path / "moa", random_draft("moa", runner, seed=1), runner.fingerprint, {})
+    out = tmp_path / "bench.json"
+    drafts = ["--checkpoint", f"moa={tmp_path / 'moa'}", "--checkpoint", f"moa-cal={tmp_path / 'moa'}"]
+    scoring = ["--tree-scoring", "moa-cal=slope=1.5/2,bias=-0.5", "--tree", "3,3,6", "--max-new-tokens", "6"]
+
+    code = cli.main([*drafts, *scoring, "--method", "moa,moa-cal", "--dataset", str(prompts_file), "--json", str(out)])
+
+    assert code == 0
+    written = json.loads(out.read_text())
+    assert written["config"]["tree_scoring"] == {"moa-cal": "slope=1.5/2,bias=-0.5"}
+    assert written["methods"]["moa"]["identical_to_ar"] is True
+    assert written["methods"]["moa-cal"]["identical_to_ar"] is True
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("lookup=slope=1.2", "--tree-scoring names a trained draft"),
+        ("moa", "--tree-scoring takes NAME=SPEC"),
+        ("moa=slope=0", "slopes must be > 0"),
+        ("moa=gain=2", "slope=A[/A2...],bias=B[/B2...]"),
+    ],
+)
+def test_a_bad_tree_scoring_is_an_error_before_any_model_load(
+    fresh_registry: None,
+    loads: list[str | None],
+    prompts_file: Path,
+    capsys: pytest.CaptureFixture[str],
+    item: str,
+    message: str,
+) -> None:
+    err = run_failing(["--method", "moa", "--tree-scoring", item, "--dataset", str(prompts_file)], capsys)
+
+    assert message in err
     assert loads == []

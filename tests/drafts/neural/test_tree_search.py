@@ -6,9 +6,10 @@ import pytest
 import torch
 
 from drafts.drafters.base import DraftShape
+from drafts.errors import ConfigError
 from drafts.neural.base import NeuralDraft
 from drafts.neural.factory import KINDS
-from drafts.neural.tree_search import dynamic_tree
+from drafts.neural.tree_search import DEFAULT_SCORING, TreeNode, TreeScoring, dynamic_tree, grow, select
 from drafts.target.runner import TargetRunner
 from drafts.tree import DraftTree
 from tests.tiny_drafts import committed, random_draft, tiny_llama, tiny_target_runner
@@ -32,9 +33,20 @@ def draft(request: pytest.FixtureRequest, runner: TargetRunner) -> NeuralDraft:
     return model
 
 
-def grow(model: NeuralDraft, shape: DraftShape) -> DraftTree:
+CALIBRATED = TreeScoring(slope=(1.3, 1.6), bias=(-0.2, -0.5))  # a shape of the fitted calibrations
+
+
+def grow_tree(model: NeuralDraft, shape: DraftShape, scoring: TreeScoring = DEFAULT_SCORING) -> DraftTree:
     try:
-        return dynamic_tree(model, ROOT, len(PROMPT), shape)
+        return dynamic_tree(model, ROOT, len(PROMPT), shape, scoring)
+    finally:
+        model.end_round()
+
+
+def grow_nodes(model: NeuralDraft, shape: DraftShape, scoring: TreeScoring = DEFAULT_SCORING) -> list[TreeNode]:
+    try:
+        with torch.inference_mode():
+            return grow(model, ROOT, len(PROMPT), shape, scoring)
     finally:
         model.end_round()
 
@@ -63,7 +75,7 @@ def nodes_reachable_from_root(tree: DraftTree) -> set[int]:
 def test_the_tree_keeps_at_most_total_nodes_all_connected_to_the_root(draft: NeuralDraft, text: str) -> None:
     shape = DraftShape.parse_tree(text)
 
-    tree = grow(draft, shape)
+    tree = grow_tree(draft, shape)
 
     generated = shape.tree_top_k + (shape.tree_depth - 1) * shape.tree_top_k**2
     assert tree.size == min(shape.tree_total, generated)
@@ -73,7 +85,7 @@ def test_the_tree_keeps_at_most_total_nodes_all_connected_to_the_root(draft: Neu
 
 
 def test_the_roots_first_child_is_the_drafts_greedy_token(draft: NeuralDraft) -> None:
-    tree = grow(draft, DraftShape.parse_tree("3,2,6"))
+    tree = grow_tree(draft, DraftShape.parse_tree("3,2,6"))
 
     logits, _ = draft.step(torch.tensor([ROOT]), torch.tensor([len(PROMPT)]), None, draft.initial_state())
     draft.end_round()
@@ -81,7 +93,7 @@ def test_the_roots_first_child_is_the_drafts_greedy_token(draft: NeuralDraft) ->
 
 
 def test_every_node_scores_no_better_than_its_parent_and_siblings_come_best_first(draft: NeuralDraft) -> None:
-    tree = grow(draft, DraftShape.parse_tree("4,3,10"))
+    tree = grow_tree(draft, DraftShape.parse_tree("4,3,10"))
 
     score = {0: 0.0}
     for node in range(1, tree.size + 1):
@@ -94,8 +106,62 @@ def test_every_node_scores_no_better_than_its_parent_and_siblings_come_best_firs
 
 
 def test_growing_a_tree_leaves_the_drafts_caches_as_they_were(draft: NeuralDraft) -> None:
-    first = grow(draft, DraftShape.parse_tree("3,2,6"))
+    first = grow_tree(draft, DraftShape.parse_tree("3,2,6"))
 
-    again = grow(draft, DraftShape.parse_tree("3,2,6"))
+    again = grow_tree(draft, DraftShape.parse_tree("3,2,6"))
 
     assert (again.tokens, again.parents) == (first.tokens, first.parents)
+
+
+def test_by_default_a_nodes_score_is_exactly_its_parents_plus_its_own_log_probability(draft: NeuralDraft) -> None:
+    nodes = grow_nodes(draft, DraftShape.parse_tree("4,3,10"))
+
+    for node in nodes:
+        parent = nodes[node.parent].score if node.parent >= 0 else 0.0
+        assert node.score == parent + node.log_q  # EAGLE-2's rule, bit for bit
+
+
+def test_a_calibrated_scoring_changes_only_the_ranking_of_the_same_candidates(draft: NeuralDraft) -> None:
+    shape = DraftShape.parse_tree("2,4,20")  # one expansion step: the same frontier under any scoring
+    default, calibrated = grow_nodes(draft, shape), grow_nodes(draft, shape, CALIBRATED)
+
+    assert [(n.token, n.parent, n.log_q) for n in default] == [(n.token, n.parent, n.log_q) for n in calibrated]
+    for node in calibrated:
+        parent = calibrated[node.parent].score if node.parent >= 0 else 0.0
+        assert node.score == pytest.approx(parent + CALIBRATED.term(node.log_q, node.depth))
+
+
+@pytest.mark.parametrize("text", SHAPES)
+def test_a_calibrated_tree_is_still_a_subtree_of_at_most_total_nodes(draft: NeuralDraft, text: str) -> None:
+    shape = DraftShape.parse_tree(text)
+
+    nodes = grow_nodes(draft, shape, CALIBRATED)
+    tree = select(nodes, shape.tree_total)
+
+    assert all(n.score <= nodes[n.parent].score for n in nodes if n.parent >= 0)  # a child never above its parent
+    assert tree.size == min(shape.tree_total, len(nodes))
+    assert nodes_reachable_from_root(tree) == set(range(tree.size + 1))
+
+
+def test_a_steep_depth_bias_keeps_every_first_level_candidate_before_any_deeper_one(draft: NeuralDraft) -> None:
+    shape = DraftShape.parse_tree("3,4,6")
+
+    tree = grow_tree(draft, shape, TreeScoring(bias=(-50.0,)))
+
+    assert tree.depths[1:] == (1, 1, 1, 1, 2, 2)
+
+
+def test_the_scoring_term_is_the_log_probability_by_default_and_never_positive_when_calibrated() -> None:
+    assert TreeScoring().term(-0.37, 3) == -0.37
+    assert CALIBRATED.term(-0.5, 1) == pytest.approx(1.3 * -0.5 - 0.2)
+    assert CALIBRATED.term(-0.5, 5) == pytest.approx(1.6 * -0.5 - 0.5)  # the last depth's values repeat
+    assert TreeScoring(bias=(0.3,)).term(-0.1, 1) == 0.0
+
+
+def test_a_scoring_parses_from_its_description_and_rejects_nonsense() -> None:
+    assert TreeScoring.parse("default") == TreeScoring()
+    assert TreeScoring.parse(CALIBRATED.describe()) == CALIBRATED
+    assert TreeScoring.parse("slope=1.2,bias=-0.1") == TreeScoring((1.2,), (-0.1,))
+    for bad in ("slope=1.2,gain=3", "slope=x", "slope=0", "slope=-1,bias=0"):
+        with pytest.raises(ConfigError):
+            TreeScoring.parse(bad)
