@@ -48,7 +48,7 @@ from drafts.bench.offline_continuation import (
 from drafts.bench.offline_resync import RESYNC_PAST, ResyncCounts
 from drafts.bench.offline_stats import KeptCounts
 from drafts.bench.report import write_json
-from drafts.data.prompts import load_prompts
+from drafts.data.prompts import BenchPrompt, load_prompts
 from drafts.decoding.autoregressive import generate_autoregressive
 from drafts.decoding.config import DecodeConfig
 from drafts.drafters.registry import drafter_spec
@@ -245,6 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default=DEFAULT_METHODS, help=f"comma-separated (default {DEFAULT_METHODS})")
     p.add_argument("--dataset", default="sharegpt-heldout", help="humaneval | sharegpt-heldout | FILE.jsonl")
     p.add_argument("--limit", type=int, default=20, help="number of prompts (default 20)")
+    p.add_argument(
+        "--skip", type=int, default=0, help="leave out the dataset's first N prompts (disjoint from an earlier run's)"
+    )
     p.add_argument("--target", default=None, help="smollm2 (default) | gemma3-270m | DIR | FILE.gguf | hub id")
     p.add_argument("--device", default="auto", choices=DEVICE_CHOICES)
     p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
@@ -277,6 +280,16 @@ def _ints(text: str, flag: str) -> tuple[int, ...]:
         raise ConfigError(f"{flag} takes comma-separated integers (e.g. 8,16,32), got {text!r}") from exc
 
 
+def dataset_after(dataset: str, skip: int) -> list[BenchPrompt]:
+    """The dataset's prompts from index ``skip`` on (``--skip``: tune on one set, report on the next)."""
+    if skip < 0:
+        raise ConfigError(f"--skip takes a prompt count >= 0, got {skip}")
+    prompts = load_prompts(dataset)[skip:]
+    if not prompts:
+        raise ConfigError(f"--skip {skip} leaves no prompt of {dataset}; lower it")
+    return prompts
+
+
 def gguf_path(args: argparse.Namespace) -> Path:
     if args.offline_model is not None:
         return Path(args.offline_model)
@@ -296,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
         runner = TargetRunner(load_target(args.target, device, resolve_dtype(args.dtype, device)))
         from drafts.bench.cli import fitting_prompts
 
-        prompts, skipped = fitting_prompts(runner, load_prompts(args.dataset), args.limit, config.answer_tokens)
+        dataset = dataset_after(args.dataset, args.skip)
+        prompts, skipped = fitting_prompts(runner, dataset, args.limit, config.answer_tokens)
         path = gguf_path(args) if GGUF in config.methods else None
         for m in config.methods:
             continuers.append(build_continuer(ContinuerSpec(m, path, args.gguf_threads), runner))
@@ -327,6 +341,7 @@ def _describe(
         "horizons": list(config.horizons),
         "cuts": list(config.cuts),
         "dataset": args.dataset,
+        "skip": args.skip,
         "prompts": n,
         "skipped_prompts": skipped,
         "temperature": 0.0,

@@ -13,22 +13,25 @@ tokens are counted, so a horizon ``h`` keeps at most ``h``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from drafts.bench.offline_stats import kept_tokens, standard_error
-from drafts.decoding.resync import OfflineTail, ResyncConfig, resync_greedy
+from drafts.decoding.resync import GreedyResync, OfflineTail, ResyncConfig, resync_greedy
 
 RESYNC_PAST = 32  # target tokens past the horizon in the re-sync reference
 
 
-def kept_with_resync(offline: Sequence[int], reference: Sequence[int], config: ResyncConfig) -> int:
-    """Offline tokens kept: the common prefix with ``reference``, then the tail's re-synced tokens."""
+def kept_with_resync(offline: Sequence[int], reference: Sequence[int], config: ResyncConfig) -> GreedyResync:
+    """Offline tokens kept (``kept``): the common prefix with ``reference``, then the tail's re-synced
+    tokens; with the rounds and lookup tokens the tail took."""
     k = kept_tokens(offline, reference)
     if k >= min(len(offline), len(reference)):
-        return min(k, len(offline))
-    return k + resync_greedy(OfflineTail(tuple(offline[k:]), config), reference, k + 1)
+        return GreedyResync(min(k, len(offline)))
+    tail = resync_greedy(OfflineTail(tuple(offline[k:]), config), reference, k + 1)
+    return dataclasses.replace(tail, kept=k + tail.kept)
 
 
 @dataclass
@@ -38,13 +41,15 @@ class ResyncCounts:
     horizons: tuple[int, ...]
     config: ResyncConfig = field(default_factory=ResyncConfig)
     counts: dict[int, list[int]] = field(default_factory=dict)
+    nodes: list[int] = field(default_factory=list)  # lookup tokens verified per sample, longest horizon
 
     def add(self, offline: Sequence[int], reference: Sequence[int]) -> int:
         """One sample (``reference``: the target's continuation, ``RESYNC_PAST`` past the longest
         horizon); returns its count at the longest horizon."""
         for h in self.horizons:
-            kept = kept_with_resync(offline[:h], reference[: h + RESYNC_PAST], self.config)
-            self.counts.setdefault(h, []).append(kept)
+            sample = kept_with_resync(offline[:h], reference[: h + RESYNC_PAST], self.config)
+            self.counts.setdefault(h, []).append(sample.kept)
+        self.nodes.append(sample.nodes)
         return self.counts[max(self.horizons)][-1]
 
     def summary(self) -> dict[str, Any]:
@@ -54,6 +59,7 @@ class ResyncCounts:
             "kept": {str(h): m for h, m in means.items()},
             "fraction": {str(h): m / h for h, m in means.items()},
             "kept_sem": {str(h): standard_error(c) for h, c in self.counts.items()},
+            "lookup_nodes_per_sample": sum(self.nodes) / len(self.nodes) if self.nodes else 0.0,
             "reference_past_horizon": RESYNC_PAST,
             "rule": asdict(self.config),
         }
