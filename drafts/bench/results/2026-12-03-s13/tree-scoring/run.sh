@@ -19,14 +19,19 @@ python3 $R/tree_rounds.py $CK --skip 30 --limit 24 --max-new-tokens 96 --tree 6,
 python3 $R/tree_calibration.py /tmp/h2-rounds-6-10-60.json --fit-prompts 12 > $R/calibration-6-10-60-half.txt
 python3 $R/tree_calibration.py /tmp/h2-rounds-6-10-60.json --json $R/calibration-6-10-60.json > $R/calibration-6-10-60.txt
 python3 $R/tree_ceiling.py /tmp/h2-rounds-6-10-60.json > $R/ceiling.txt
+# the depth discount (and a bare slope, a temperature on log q) replayed on all 24 prompts
+REPLAYS="default slope=1,bias=-0.5 slope=1,bias=-0.2 slope=1,bias=-0.1 slope=1,bias=0.1 slope=1,bias=0.2 slope=0.8,bias=0"
+REPLAYS="$REPLAYS slope=1.2,bias=0 slope=1,bias=0/-0.1/-0.2/-0.3/-0.4/-0.5"
+python3 $R/tree_calibration.py /tmp/h2-rounds-6-10-60.json --replay ${REPLAYS// / --replay } > $R/depth-discount.txt
 fi
 if [ "${PART:-report}" = report ]; then
 # 3. The report set (the first 16 prompts x 96), today's rule vs each draft's fit (on all 24 tuning prompts, 6,10,60),
-#    interleaved in one moa-bench run per shape, then the paired per-prompt bootstrap.
+#    interleaved in one moa-bench run per shape, then the paired per-prompt bootstrap. The session ran the two shapes
+#    side by side on core 0 (TREES=6,10,60 and TREES=3,4,8), each sharing it with another helper's job.
 MOA_FIT="slope=1.05/1/1/1.05/1.1/1,bias=0.05/0.05/0.05/0.2/0.2/0"
 EAGLE_FIT="slope=1.05/1/1/0.95/0.95/1.1,bias=0.1/0.05/0/-0.1/0.05/0.25"
 CAL="--checkpoint moa-cal=$D/moa --checkpoint eagle-cal=$D/eagle --tree-scoring moa-cal=$MOA_FIT --tree-scoring eagle-cal=$EAGLE_FIT"
-for TREE in 6,10,60 3,4,8; do
+for TREE in ${TREES:-6,10,60 3,4,8}; do
   OUTJ=$R/report-tree${TREE//,/-}-16x96.json
   moa-bench --threads 1 $CK $CAL --method ar,moa,moa-cal,eagle,eagle-cal --dataset sharegpt-heldout --temperature 0 \
     --limit 16 --max-new-tokens 96 --tree $TREE --json $OUTJ > ${OUTJ%.json}.txt

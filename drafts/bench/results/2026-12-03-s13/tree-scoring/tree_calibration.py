@@ -120,15 +120,28 @@ def analyse(name: str, prompts: list[dict[str, Any]], n_fit: int, total: int) ->
     return result
 
 
+def replay_table(data: dict[str, Any], scorings: list[TreeScoring], total: int) -> None:
+    print("| scoring | " + " | ".join(data["drafts"]) + " |")
+    print("|---|" + "---|" * len(data["drafts"]))
+    rounds = {name: [r for p in prompts for r in p["rounds"]] for name, prompts in data["drafts"].items()}
+    for scoring in scorings:
+        cells = [f"{replay(rs, scoring, total):.3f}" for rs in rounds.values()]
+        print(f"| {scoring.describe()} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("rounds", type=Path)
     p.add_argument("--fit-prompts", type=int, default=0, help="fit on the first N prompts (default: all)")
     p.add_argument("--total", type=int, default=0, help="nodes kept (default: the recorded tree's TOTAL)")
     p.add_argument("--json", type=Path)
+    p.add_argument("--replay", action="append", default=[], help="only replay these scorings (TreeScoring.parse)")
     args = p.parse_args()
     data = json.loads(args.rounds.read_text())
     total = args.total or int(data["config"]["tree"].split(",")[2])
+    if args.replay:
+        replay_table(data, [TreeScoring.parse(text) for text in args.replay], total)
+        return
     out = {}
     for name, prompts in data["drafts"].items():
         out[name] = analyse(name, prompts, args.fit_prompts or len(prompts), total)
