@@ -8,7 +8,8 @@ lookup rounds run alone against the target's greedy continuation
 (:func:`drafts.decoding.resync.resync_greedy`: no draft tree beside them, so every round
 commits the accepted lookup tokens and one target token). The reference runs ``RESYNC_PAST``
 target tokens past the horizon, so an alignment late in the span still counts; only offline
-tokens are counted, so a horizon ``h`` keeps at most ``h``.
+tokens are counted, so a horizon ``h`` keeps at most ``h``. Beside them, the lookup tokens sent per
+sample (what the verifier paid for the tail: another rule may keep more by sending more).
 """
 
 from __future__ import annotations

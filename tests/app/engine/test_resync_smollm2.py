@@ -31,7 +31,7 @@ pytestmark = pytest.mark.integration
 
 NEW_TOKENS = 64
 BUDGET = 24  # offline tokens the GGUF writes before the verifier is started
-QUESTION = "List the days of the week, one per line."  # the GGUF's 24 tokens: 0 kept by the repair, 9 re-synced
+QUESTION = "List the days of the week, one per line."  # the GGUF's 24: 0 kept by the repair, 13 re-synced (chain)
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_offline_tokens_after_a_rejection_are_re_synced_and_the_answer_is_the_ta
     assert (repaired.start, repaired.end, repaired.kept) == (0, BUDGET, 0)  # the first offline token was refused
     stats = finished.stats
     assert stats.offline_tokens == BUDGET and stats.kept_after_repair == 0
-    assert 0 < stats.kept_after_resync <= BUDGET - 1
+    assert 0 < stats.kept_after_resync <= BUDGET  # the rejected token may come back too (a word the target added)
     assert recording.shown().count(TokenSource.DRAFT_ACCEPTED) == stats.accepted >= stats.kept_after_resync
     kept, rounds = stats.kept_after_resync, stats.verify_rounds
     print(f"\n{shape.describe()}: {kept} of {BUDGET} offline tokens re-synced, {rounds} verify rounds")

@@ -11,8 +11,8 @@ from drafts.errors import ConfigError
 from drafts.sampling import SamplingConfig
 from drafts.tree import DraftTree
 
-SWAP = ResyncConfig(resume=(1,), hold=1, levels=False)  # session 12's rule: the swap chain once, chains in turn
-MATCHES = ResyncConfig(resume=(), levels=False)  # chains only where the tail holds the root
+SWAP = ResyncConfig(nodes=32, patience=8, resume=(1,), hold=1, levels=False)  # session 12's rule: the swap once
+MATCHES = ResyncConfig(nodes=32, resume=(), levels=False)  # chains only where the tail holds the root
 
 
 def test_a_swapped_word_proposes_the_rest_of_the_tail_below_the_correction() -> None:
@@ -155,7 +155,7 @@ def test_a_chain_stops_at_a_spent_token() -> None:
 
 def test_after_a_correction_the_text_may_resume_at_the_replaced_token_or_past_the_next() -> None:
     """Resume 0: the target added a word (50 comes next); 1: swapped 50; 2: one word for 50 and 7."""
-    tail = OfflineTail((50, 7, 8, 9), ResyncConfig(resume=(0, 1, 2), levels=False))
+    tail = OfflineTail((50, 7, 8, 9), ResyncConfig(nodes=32, resume=(0, 1, 2), levels=False))
 
     lookup = tail.lookup(root=60)
 
@@ -185,3 +185,11 @@ def test_levels_share_the_budget_among_the_chains_first_tokens_first() -> None:
     assert lookup.tree.tokens == (7, 8, 8, 9)  # 7 8 (swap) and 8 9 (one for two), not 7 8 9 10
     assert lookup.tree.parents == (0, 0, 1, 2)
     assert lookup.origin == (1, 2, 2, 3)
+
+
+def test_by_default_a_word_the_target_added_is_no_loss() -> None:
+    """The target writes 60 and then the offline text from its first (rejected) token on."""
+    offline, reference = (50, 7, 8), [60, 50, 7, 8, 9]
+
+    assert resync_greedy(OfflineTail(offline), reference, start=1).kept == 3  # 50 7 8 below 60
+    assert resync_greedy(OfflineTail(offline, SWAP), reference, start=1).kept == 2  # the target's 50, then 7 8

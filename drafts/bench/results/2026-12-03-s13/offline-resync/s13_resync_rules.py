@@ -29,7 +29,7 @@ from typing import Any
 from drafts.bench.offline_resync import RESYNC_PAST, kept_with_resync
 from drafts.decoding.resync import ResyncConfig
 
-S12 = {"nodes": 32, "depth": 32, "patience": 8, "resume": (1,), "hold": 1, "levels": False}
+S12: dict[str, Any] = {"nodes": 32, "depth": 32, "patience": 8, "resume": (1,), "hold": 1, "levels": False}
 HORIZON = 32
 
 
@@ -98,22 +98,26 @@ def bootstrap(diffs: list[int], clusters: tuple[tuple[str, int], ...], draws: in
 
 
 def grid_rules() -> list[ResyncConfig]:
-    """The tuning grid: the session-12 rule and its changes, one field set at a time and together."""
-    rules = []
-    for patience, resume, hold, levels, nodes in itertools.product(
-        (8, 16, 32), ((1,), (0, 1), (0, 1, 2), (0, 1, 2, 3), tuple(range(6)), tuple(range(8))),
-        (1, 2, 4, 8, 16), (False, True), (8, 16, 32),
-    ):
+    """The tuning grid around the session-12 rule (its first entry); several resume points share the
+    budget level by level (each to its end, the first one takes it all)."""
+    rules = [ResyncConfig(**S12)]
+    resumes = ((0, 1), (1, 2, 3), (0, 1, 2, 3), tuple(range(6)), tuple(range(8)))
+    shapes = [((1,), False), ((1,), True), *((r, True) for r in resumes)]
+    grid = itertools.product(shapes, (8, 16, 32), (1, 2, 4, 8, 16), (8, 16, 32))
+    for (resume, levels), patience, hold, nodes in grid:
         rules.append(ResyncConfig(nodes=nodes, patience=patience, resume=resume, hold=hold, levels=levels))
     return rules
 
 
 def run_grid(rows: list[tuple[str, dict[str, Any]]], method: str) -> list[dict[str, Any]]:
-    out = []
+    """Every grid rule's mean kept and lookup tokens per sample, best first; ``budgeted``: it sends no
+    more lookup tokens per sample than the session-12 rule."""
+    out: list[dict[str, Any]] = []
     for config in grid_rules():
         s = score(rows, method, config)
         out.append({"rule": describe(config), "kept": s.mean, "nodes": sum(s.nodes) / len(s.nodes)})
-    return sorted(out, key=lambda r: -r["kept"])
+    s12 = out[0]["nodes"]
+    return sorted(({**r, "budgeted": r["nodes"] <= s12} for r in out), key=lambda r: -r["kept"])
 
 
 def run_compare(
@@ -133,6 +137,21 @@ def run_compare(
                 "better": sum(d > 0 for d in diffs), "worse": sum(d < 0 for d in diffs),
                 "nodes_per_sample": sum(s.nodes) / len(s.nodes), "per_sample": list(s.kept),
             })
+    return out
+
+
+def method_gaps(records: list[dict[str, Any]], clusters: tuple[tuple[str, int], ...]) -> list[dict[str, Any]]:
+    """Per rule: the first method minus each other one, paired per sample, with the bootstrap interval."""
+    first = records[0]["method"]
+    out = []
+    for r in records:
+        lead = next(x for x in records if x["method"] == first and x["rule"] == r["rule"])
+        if r["method"] == first:
+            continue
+        diffs = [a - b for a, b in zip(lead["per_sample"], r["per_sample"], strict=True)]
+        lo, hi = bootstrap(diffs, clusters)
+        out.append({"rule": r["rule"], "gap": f"{first} - {r['method']}", "diff": sum(diffs) / len(diffs),
+                    "ci95": [lo, hi], "ahead": sum(d > 0 for d in diffs), "behind": sum(d < 0 for d in diffs)})
     return out
 
 
@@ -160,10 +179,18 @@ def main(argv: list[str] | None = None) -> int:
     rows = load_rows(args.files)
     if args.mode == "grid":
         result: Any = run_grid(rows, args.method)
-        print("\n".join(f"{r['kept']:.3f}  nodes {r['nodes']:6.1f}  {r['rule']}" for r in result[: args.top]))
+        for title, rows_ in (("all", result), ("budgeted", [r for r in result if r["budgeted"]])):
+            print(f"-- {title}, best {args.top}:")
+            print("\n".join(f"{r['kept']:.3f}  nodes {r['nodes']:6.1f}  {r['rule']}" for r in rows_[: args.top]))
     else:
-        result = run_compare(rows, args.method.split(","), [parse_rule(r) for r in args.rule])
-        print(compare_table(result))
+        records = run_compare(rows, args.method.split(","), [parse_rule(r) for r in args.rule])
+        gaps = method_gaps(records, tuple((f, row["prompt"]) for f, row in rows))
+        result = {"rules": records, "method_gaps": gaps}
+        print(compare_table(records))
+        for g in gaps:
+            lo, hi = g["ci95"]
+            counts = f"ahead {g['ahead']} / behind {g['behind']}"
+            print(f"{g['rule']}: {g['gap']} {g['diff']:+.2f} [{lo:+.2f}, {hi:+.2f}], {counts}")
     if args.json:
         args.json.write_text(json.dumps({"files": [str(f) for f in args.files], "mode": args.mode, "result": result}))
     return 0
