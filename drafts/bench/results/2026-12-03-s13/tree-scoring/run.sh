@@ -12,13 +12,18 @@ CK="--checkpoint moa=$D/moa --checkpoint eagle=$D/eagle"
 if [ "${PART:-tune}" = tune ]; then
 # 1. Tuning set: sharegpt-heldout prompts 30..53 (the report sets are the first 8/16/30), every generated node of
 #    every round recorded and labelled against ar's answer (decoding with today's rule). 16 MB: kept in /tmp, not
-#    committed. (The same for --tree 3,4,8 was stopped half way for time: the report run measures 3,4,8 directly.)
+#    committed. --tree 3,4,8 on the first 12 of them (a 24-prompt recording was stopped for time).
 python3 $R/tree_rounds.py $CK --skip 30 --limit 24 --max-new-tokens 96 --tree 6,10,60 --json /tmp/h2-rounds-6-10-60.json
+python3 $R/tree_rounds.py $CK --skip 30 --limit 12 --max-new-tokens 96 --tree 3,4,8 --json /tmp/h2-rounds-3-4-8-12.json
 # 2. Reliability per depth, the per-depth power-law fit, replays (fit on the first 12 prompts, checked on the
 #    other 12; then fitted on all 24: the rules the report run uses).
 python3 $R/tree_calibration.py /tmp/h2-rounds-6-10-60.json --fit-prompts 12 > $R/calibration-6-10-60-half.txt
 python3 $R/tree_calibration.py /tmp/h2-rounds-6-10-60.json --json $R/calibration-6-10-60.json > $R/calibration-6-10-60.txt
-python3 $R/tree_ceiling.py /tmp/h2-rounds-6-10-60.json > $R/ceiling.txt
+python3 $R/tree_ceiling.py /tmp/h2-rounds-6-10-60.json /tmp/h2-rounds-3-4-8-12.json > $R/ceiling.txt
+MOA_FIT="slope=1.05/1/1/1.05/1.1/1,bias=0.05/0.05/0.05/0.2/0.2/0"
+EAGLE_FIT="slope=1.05/1/1/0.95/0.95/1.1,bias=0.1/0.05/0/-0.1/0.05/0.25"
+python3 $R/tree_calibration.py /tmp/h2-rounds-3-4-8-12.json --replay default --replay $MOA_FIT --replay $EAGLE_FIT \
+  --replay slope=1,bias=-0.2 --replay slope=1,bias=0.1 > $R/replay-3-4-8.txt
 # the depth discount (and a bare slope, a temperature on log q) replayed on all 24 prompts
 REPLAYS="default slope=1,bias=-0.5 slope=1,bias=-0.2 slope=1,bias=-0.1 slope=1,bias=0.1 slope=1,bias=0.2 slope=0.8,bias=0"
 REPLAYS="$REPLAYS slope=1.2,bias=0 slope=1,bias=0/-0.1/-0.2/-0.3/-0.4/-0.5"
