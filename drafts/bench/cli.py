@@ -114,16 +114,6 @@ def register_tree_scorings(items: list[str]) -> None:
         set_tree_scoring(name, TreeScoring.parse(spec))
 
 
-def prompts_after(dataset: str, skip: int) -> list[BenchPrompt]:
-    """The dataset's prompts from index ``skip`` on (``--skip``: a tuning set disjoint from the report's)."""
-    if skip < 0:
-        raise ConfigError(f"--skip takes a prompt count >= 0, got {skip}")
-    prompts = load_prompts(dataset)[skip:]
-    if not prompts:
-        raise ConfigError(f"--skip {skip} leaves no prompt of {dataset}; lower it")
-    return prompts
-
-
 def register_checkpoints(items: list[str]) -> None:
     """``--checkpoint NAME=DIR`` items: each names a trained draft's checkpoint (see ``set_checkpoint``)."""
     for item in items:
@@ -171,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     try:
         config = parse_config(args)
-        prompts = prompts_after(args.dataset, args.skip)
+        prompts = load_prompts(args.dataset, skip=args.skip)
         device = resolve_device(args.device)
         runner = TargetRunner(load_target(args.target, device, resolve_dtype(args.dtype, device), args.linear))
         token_prompts, skipped = fitting_prompts(runner, prompts, args.limit, config.decode.max_new_tokens)

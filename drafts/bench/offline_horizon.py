@@ -48,7 +48,7 @@ from drafts.bench.offline_continuation import (
 from drafts.bench.offline_resync import RESYNC_PAST, ResyncCounts
 from drafts.bench.offline_stats import KeptCounts
 from drafts.bench.report import write_json
-from drafts.data.prompts import BenchPrompt, load_prompts
+from drafts.data.prompts import load_prompts
 from drafts.decoding.autoregressive import generate_autoregressive
 from drafts.decoding.config import DecodeConfig
 from drafts.drafters.registry import drafter_spec
@@ -280,16 +280,6 @@ def _ints(text: str, flag: str) -> tuple[int, ...]:
         raise ConfigError(f"{flag} takes comma-separated integers (e.g. 8,16,32), got {text!r}") from exc
 
 
-def dataset_after(dataset: str, skip: int) -> list[BenchPrompt]:
-    """The dataset's prompts from index ``skip`` on (``--skip``: tune on one set, report on the next)."""
-    if skip < 0:
-        raise ConfigError(f"--skip takes a prompt count >= 0, got {skip}")
-    prompts = load_prompts(dataset)[skip:]
-    if not prompts:
-        raise ConfigError(f"--skip {skip} leaves no prompt of {dataset}; lower it")
-    return prompts
-
-
 def gguf_path(args: argparse.Namespace) -> Path:
     if args.offline_model is not None:
         return Path(args.offline_model)
@@ -309,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         runner = TargetRunner(load_target(args.target, device, resolve_dtype(args.dtype, device)))
         from drafts.bench.cli import fitting_prompts
 
-        dataset = dataset_after(args.dataset, args.skip)
+        dataset = load_prompts(args.dataset, skip=args.skip)
         prompts, skipped = fitting_prompts(runner, dataset, args.limit, config.answer_tokens)
         path = gguf_path(args) if GGUF in config.methods else None
         for m in config.methods:

@@ -41,17 +41,22 @@ class BenchPrompt:
     messages: tuple[Turn, ...]
 
 
-def load_prompts(dataset: str, limit: int | None = None) -> list[BenchPrompt]:
-    """The prompts of a named set (see :data:`DATASETS`) or of a ``.jsonl`` file, first ``limit`` only."""
+def load_prompts(dataset: str, limit: int | None = None, skip: int = 0) -> list[BenchPrompt]:
+    """The prompts of a named set (see :data:`DATASETS`) or of a ``.jsonl`` file, first ``limit`` only, after
+    leaving out the first ``skip`` (``moa-bench --skip``: tune on prompts a report leaves out)."""
     if limit is not None and limit < 1:
         raise ConfigError(f"limit must be at least 1, not {limit}; omit it to use every prompt")
+    if skip < 0:
+        raise ConfigError(f"--skip takes a prompt count >= 0, got {skip}")
     if dataset == "humaneval":
         prompts = _humaneval()
     elif dataset == "sharegpt-heldout":
         prompts = _sharegpt_heldout()
     else:
         prompts = _jsonl(_prompt_file(dataset))
-    return prompts[:limit]
+    if skip and not prompts[skip:]:
+        raise ConfigError(f"--skip {skip} leaves no prompt of {dataset}; lower it")
+    return prompts[skip:][:limit]
 
 
 def _humaneval() -> list[BenchPrompt]:

@@ -33,6 +33,16 @@ def test_limit_keeps_the_first_prompts() -> None:
     assert [prompt.id for prompt in load_prompts("humaneval", limit=2)] == ["HumanEval/0", "HumanEval/1"]
 
 
+def test_skip_leaves_out_the_first_prompts_before_the_limit() -> None:
+    assert [prompt.id for prompt in load_prompts("humaneval", limit=2, skip=3)] == ["HumanEval/3", "HumanEval/4"]
+
+
+@pytest.mark.parametrize(("skip", "match"), [(-1, ">= 0"), (164, "leaves no prompt")])
+def test_a_skip_below_zero_or_past_the_end_is_refused(skip: int, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        load_prompts("humaneval", skip=skip)
+
+
 def test_limit_below_one_is_refused() -> None:
     with pytest.raises(ConfigError, match="at least 1"):
         load_prompts("humaneval", limit=0)
