@@ -47,11 +47,13 @@ class ResyncCounts:
     def add(self, offline: Sequence[int], reference: Sequence[int]) -> int:
         """One sample (``reference``: the target's continuation, ``RESYNC_PAST`` past the longest
         horizon); returns its count at the longest horizon."""
+        longest = max(self.horizons)
         for h in self.horizons:
             sample = kept_with_resync(offline[:h], reference[: h + RESYNC_PAST], self.config)
             self.counts.setdefault(h, []).append(sample.kept)
-        self.nodes.append(sample.nodes)
-        return self.counts[max(self.horizons)][-1]
+            if h == longest:
+                self.nodes.append(sample.nodes)
+        return self.counts[longest][-1]
 
     def summary(self) -> dict[str, Any]:
         means = {h: sum(c) / len(c) if c else 0.0 for h, c in self.counts.items()}
