@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.widgets import Markdown, Static
 
 from app.chat.legend import styled
+from app.chat.markdown_parser import chat_markdown_parser
 from app.chat.reply import Reply, Run
 
 Block = tuple[Run, ...]
@@ -57,7 +58,7 @@ class ReplyView(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(self._header_content(), classes="reply-header")
         yield Vertical(classes="reply-blocks")
-        yield Markdown("", classes="reply-markdown")
+        yield Markdown("", classes="reply-markdown", parser_factory=chat_markdown_parser)
 
     def on_mount(self) -> None:
         """Show what was asked before the children existed (a short answer can finish before this)."""
