@@ -99,8 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=SPEC",
-        help="how draft NAME's trees rank nodes: slope=A[/A2..],bias=B[/B2..] per depth (drafts.neural.tree_search;"
-        " e.g. --checkpoint moa-cal=DIR --tree-scoring moa-cal=slope=1.2,bias=-0.1 --method moa,moa-cal)",
+        help="how draft NAME's trees rank nodes: slope=A[/A2..],bias=B[/B2..] per depth, rank_slope=..,rank_bias=.."
+        " per sibling rank (drafts.neural.tree_search; e.g. --checkpoint moa-cal=DIR"
+        " --tree-scoring moa-cal=slope=1.2,bias=-0.1 --method moa,moa-cal)",
     )
     return p
 

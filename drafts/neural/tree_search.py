@@ -8,10 +8,13 @@ parent, so the selection is a subtree. Candidates are deterministic (q = δ), wh
 multi-candidate acceptance rule verifies losslessly at any temperature.
 
 A node's score is the sum of its path's log q (EAGLE-2). :class:`TreeScoring` may recalibrate
-each term: it becomes ``min(0, slope_d * log q + bias_d)`` at depth d, which changes which nodes
-are kept, never what they are, so the tree stays lossless. A measuring tool (``moa-bench
+each term: it becomes ``min(0, slope_d * rank_slope_r * log q + bias_d + rank_bias_r)`` at depth d
+for a node that is its parent's r-th child by q (r = 0: the draft's first choice), which changes
+which nodes are kept, never what they are, so the tree stays lossless. A measuring tool (``moa-bench
 --tree-scoring``): session 13 found the shipped drafts calibrated at every depth, and no per-depth
-rule changed tau (s13 tree-scoring/README.md), so the default stays EAGLE-2's.
+rule changed tau (s13 tree-scoring/README.md); session 14 found the draft's first choice slightly
+under-confident, but a per-rank rule (or a logistic score on rank, entropy, top-1 and parent q) knows
+no more than q on held-out prompts and changed no tau (s14 tree-rank/README.md): the default stays EAGLE-2's.
 """
 
 from __future__ import annotations
@@ -29,51 +32,66 @@ from drafts.tree import DraftTree
 
 @dataclass(frozen=True)
 class TreeScoring:
-    """Per-depth calibration of the log-probabilities a node's score sums (default: EAGLE-2's rule)."""
+    """Per-depth and per-sibling-rank calibration of the log q a node's score sums (default: EAGLE-2's rule)."""
 
     slope: tuple[float, ...] = (1.0,)  # log q is multiplied by slope[d - 1] at depth d (the last repeats)
     bias: tuple[float, ...] = (0.0,)  # then bias[d - 1] is added (< 0: a deeper node costs more)
+    rank_slope: tuple[float, ...] = (1.0,)  # and by rank_slope[r] for its parent's r-th child (the last repeats)
+    rank_bias: tuple[float, ...] = (0.0,)  # and rank_bias[r] added (> 0: trust the draft's first choice more)
 
     def __post_init__(self) -> None:
-        if not self.slope or not self.bias:
-            raise ConfigError("a tree scoring needs at least one slope and one bias (e.g. slope=1.2,bias=-0.1)")
-        if min(self.slope) <= 0:
-            raise ConfigError(f"tree scoring slopes must be > 0 (the draft's order within a depth), got {self.slope}")
+        if not all((self.slope, self.bias, self.rank_slope, self.rank_bias)):
+            raise ConfigError("a tree scoring needs at least one value per field (e.g. slope=1.2,bias=-0.1)")
+        if min(self.slope + self.rank_slope) <= 0:
+            raise ConfigError(
+                f"tree scoring slopes must be > 0 (the draft's order), got {self.slope} and {self.rank_slope}"
+            )
 
     @property
     def is_default(self) -> bool:
-        return self.slope == (1.0,) and self.bias == (0.0,)
+        return self == DEFAULT_SCORING
 
-    def term(self, log_q: float, depth: int) -> float:
+    def term(self, log_q: float, depth: int, rank: int = 0) -> float:
         """A node's own contribution to its score (never above 0: a child never outscores its parent)."""
         if self.is_default:
             return log_q
-        slope = self.slope[min(depth, len(self.slope)) - 1]
-        bias = self.bias[min(depth, len(self.bias)) - 1]
-        return min(0.0, slope * log_q + bias)
+        slope = _at(self.slope, depth - 1) * _at(self.rank_slope, rank)
+        return min(0.0, slope * log_q + _at(self.bias, depth - 1) + _at(self.rank_bias, rank))
 
     @classmethod
     def parse(cls, text: str) -> TreeScoring:
-        """``"slope=1.2,bias=-0.1"``; per depth: ``"slope=1/1.2/1.4,bias=0/-0.1"``; ``"default"``."""
+        """``"slope=1.2,bias=-0.1"``; per depth ``"slope=1/1.2/1.4,bias=0/-0.1"``; per sibling rank
+        ``"rank_bias=0.2/0"``; ``"default"``."""
         if text.strip() in ("", "default"):
             return cls()
         fields: dict[str, tuple[float, ...]] = {}
         try:
             for item in text.split(","):
                 key, _, values = item.partition("=")
-                if key.strip() not in ("slope", "bias"):
+                if key.strip() not in _FIELDS:
                     raise ValueError(key)
                 fields[key.strip()] = tuple(float(v) for v in values.split("/"))
         except ValueError as exc:
-            raise ConfigError(f"a tree scoring reads slope=A[/A2...],bias=B[/B2...], got {text!r}") from exc
+            raise ConfigError(
+                f"a tree scoring reads slope=A[/A2...],bias=B[/B2...],rank_slope=..,rank_bias=.., got {text!r}"
+            ) from exc
         return cls(**fields)
 
     def describe(self) -> str:
         if self.is_default:
             return "default"
-        return ",".join(
-            f"{k}={'/'.join(f'{v:g}' for v in vs)}" for k, vs in (("slope", self.slope), ("bias", self.bias))
-        )
+        defaults = {"slope": (1.0,), "bias": (0.0,), "rank_slope": (1.0,), "rank_bias": (0.0,)}
+        values = {k: getattr(self, k) for k in _FIELDS}
+        shown = [k for k in _FIELDS if k in ("slope", "bias") or values[k] != defaults[k]]
+        return ",".join(f"{k}={'/'.join(f'{v:g}' for v in values[k])}" for k in shown)
+
+
+_FIELDS = ("slope", "bias", "rank_slope", "rank_bias")
+
+
+def _at(values: tuple[float, ...], index: int) -> float:
+    """``values[index]``, the last value repeating beyond the end."""
+    return values[min(index, len(values) - 1)]
 
 
 DEFAULT_SCORING = TreeScoring()
@@ -86,6 +104,7 @@ class TreeNode:
     depth: int
     log_q: float  # the draft's log-probability of this token given its path
     score: float  # the sum of the scoring's terms along the path
+    rank: int = 0  # its place among its parent's top-k children by q (0 = the draft's first choice)
     slot: int = -1  # scratch slot once the node has been run through the draft
 
 
@@ -136,8 +155,8 @@ def _expand(
     ids = model.parts.to_target_ids(top.indices).tolist()
     new: list[int] = []
     for row, parent in enumerate(parents):
-        for token, lp in zip(ids[row], top.values[row].tolist(), strict=True):
-            nodes.append(TreeNode(token, parent, depth, lp, scores[row] + scoring.term(lp, depth)))
+        for rank, (token, lp) in enumerate(zip(ids[row], top.values[row].tolist(), strict=True)):
+            nodes.append(TreeNode(token, parent, depth, lp, scores[row] + scoring.term(lp, depth, rank), rank))
             new.append(len(nodes) - 1)
     return sorted(new, key=lambda i: -nodes[i].score)[:k]
 

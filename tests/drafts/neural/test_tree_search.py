@@ -34,6 +34,7 @@ def draft(request: pytest.FixtureRequest, runner: TargetRunner) -> NeuralDraft:
 
 
 CALIBRATED = TreeScoring(slope=(1.3, 1.6), bias=(-0.2, -0.5))  # a shape of the fitted calibrations
+RANKED = TreeScoring(rank_slope=(0.75, 1.0, 1.2), rank_bias=(0.2, -0.3, 0.4))  # a shape of the per-rank fits
 
 
 def grow_tree(model: NeuralDraft, shape: DraftShape, scoring: TreeScoring = DEFAULT_SCORING) -> DraftTree:
@@ -60,6 +61,15 @@ def path_log_probability(model: NeuralDraft, tokens: list[int]) -> float:
         token = next_token
     model.end_round()
     return total
+
+
+def candidates(nodes: list[TreeNode]) -> list[tuple[tuple[int, ...], float]]:
+    """Every node as (its path's tokens, log q), in a canonical order."""
+
+    def path(i: int) -> tuple[int, ...]:
+        return (*path(nodes[i].parent), nodes[i].token) if i >= 0 else ()
+
+    return sorted((path(i), n.log_q) for i, n in enumerate(nodes))
 
 
 def nodes_reachable_from_root(tree: DraftTree) -> set[int]:
@@ -121,21 +131,39 @@ def test_by_default_a_nodes_score_is_exactly_its_parents_plus_its_own_log_probab
         assert node.score == parent + node.log_q  # EAGLE-2's rule, bit for bit
 
 
-def test_a_calibrated_scoring_changes_only_the_ranking_of_the_same_candidates(draft: NeuralDraft) -> None:
+@pytest.mark.parametrize("scoring", [CALIBRATED, RANKED], ids=["by-depth", "by-rank"])
+def test_a_calibrated_scoring_changes_only_the_ranking_of_the_same_candidates(
+    draft: NeuralDraft, scoring: TreeScoring
+) -> None:
     shape = DraftShape.parse_tree("2,4,20")  # one expansion step: the same frontier under any scoring
-    default, calibrated = grow_nodes(draft, shape), grow_nodes(draft, shape, CALIBRATED)
+    default, calibrated = grow_nodes(draft, shape), grow_nodes(draft, shape, scoring)
 
-    assert [(n.token, n.parent, n.log_q) for n in default] == [(n.token, n.parent, n.log_q) for n in calibrated]
+    assert candidates(default) == candidates(calibrated)  # (the frontier's order may differ)
     for node in calibrated:
         parent = calibrated[node.parent].score if node.parent >= 0 else 0.0
-        assert node.score == pytest.approx(parent + CALIBRATED.term(node.log_q, node.depth))
+        assert node.score == pytest.approx(parent + scoring.term(node.log_q, node.depth, node.rank))
 
 
+def test_a_nodes_rank_is_its_place_among_its_parents_children_by_q(draft: NeuralDraft) -> None:
+    shape = DraftShape.parse_tree("3,4,10")
+
+    nodes = grow_nodes(draft, shape)
+
+    for parent in {n.parent for n in nodes}:
+        children = [n for n in nodes if n.parent == parent]
+        by_q = sorted(children, key=lambda n: -n.log_q)
+        assert [n.rank for n in children] == list(range(shape.tree_top_k))
+        assert [n.log_q for n in by_q] == [n.log_q for n in sorted(children, key=lambda n: n.rank)]
+
+
+@pytest.mark.parametrize("scoring", [CALIBRATED, RANKED], ids=["by-depth", "by-rank"])
 @pytest.mark.parametrize("text", SHAPES)
-def test_a_calibrated_tree_is_still_a_subtree_of_at_most_total_nodes(draft: NeuralDraft, text: str) -> None:
+def test_a_calibrated_tree_is_still_a_subtree_of_at_most_total_nodes(
+    draft: NeuralDraft, text: str, scoring: TreeScoring
+) -> None:
     shape = DraftShape.parse_tree(text)
 
-    nodes = grow_nodes(draft, shape, CALIBRATED)
+    nodes = grow_nodes(draft, shape, scoring)
     tree = select(nodes, shape.tree_total)
 
     assert all(n.score <= nodes[n.parent].score for n in nodes if n.parent >= 0)  # a child never above its parent
@@ -158,10 +186,23 @@ def test_the_scoring_term_is_the_log_probability_by_default_and_never_positive_w
     assert TreeScoring(bias=(0.3,)).term(-0.1, 1) == 0.0
 
 
+def test_a_rank_scoring_scales_and_shifts_by_sibling_rank_the_last_rank_repeating() -> None:
+    assert RANKED.term(-0.5, 1, rank=0) == pytest.approx(0.75 * -0.5 + 0.2)
+    assert RANKED.term(-0.5, 4, rank=1) == pytest.approx(-0.5 - 0.3)
+    assert RANKED.term(-2.0, 2, rank=7) == pytest.approx(1.2 * -2.0 + 0.4)  # ranks past the end use the last
+    assert RANKED.term(-0.1, 1, rank=0) == 0.0  # never above 0
+    both = TreeScoring(slope=(2.0,), bias=(-0.1,), rank_slope=(0.5,), rank_bias=(0.3,))
+    assert both.term(-1.0, 1, rank=0) == pytest.approx(2.0 * 0.5 * -1.0 - 0.1 + 0.3)
+    assert TreeScoring(rank_slope=(1.0,), rank_bias=(0.0,)).is_default
+
+
 def test_a_scoring_parses_from_its_description_and_rejects_nonsense() -> None:
     assert TreeScoring.parse("default") == TreeScoring()
     assert TreeScoring.parse(CALIBRATED.describe()) == CALIBRATED
     assert TreeScoring.parse("slope=1.2,bias=-0.1") == TreeScoring((1.2,), (-0.1,))
-    for bad in ("slope=1.2,gain=3", "slope=x", "slope=0", "slope=-1,bias=0"):
+    assert TreeScoring.parse(RANKED.describe()) == RANKED
+    assert TreeScoring.parse("rank_bias=0.2/0") == TreeScoring(rank_bias=(0.2, 0.0))
+    assert TreeScoring().describe() == "default"
+    for bad in ("slope=1.2,gain=3", "slope=x", "slope=0", "slope=-1,bias=0", "rank_slope=0", "rank_bias="):
         with pytest.raises(ConfigError):
             TreeScoring.parse(bad)
