@@ -204,6 +204,10 @@ def _new_model(
     return model, {"draft_vocab_coverage": coverage, "norm_init": args.norm_init}
 
 
+# what a resumed run keeps from the run it continues: where its weights began, and how those were trained
+RUN_HISTORY = ("init", "init_training", "norm_init")
+
+
 def _resumed_model(args: argparse.Namespace, runner: TargetRunner) -> tuple[NeuralDraft, dict[str, Any]]:
     from safetensors.torch import load_file
 
@@ -211,8 +215,10 @@ def _resumed_model(args: argparse.Namespace, runner: TargetRunner) -> tuple[Neur
     check_fingerprint(args.out, TargetFingerprint.from_dict(meta["target"]), runner.fingerprint)
     d2t = load_file(str(args.out / WEIGHTS_FILE))["d2t"]
     model = build_draft(meta["kind"], meta["config"], TargetParts.from_model(runner.model, d2t))
-    coverage = meta["training"].get("draft_vocab_coverage")
-    return model, {"draft_vocab_coverage": coverage}
+    recorded = meta["training"]
+    history = {key: recorded[key] for key in RUN_HISTORY if key in recorded}
+    first = recorded.get("first_command", recorded.get("command"))  # the command that began the run
+    return model, {"draft_vocab_coverage": recorded.get("draft_vocab_coverage"), "first_command": first, **history}
 
 
 def _initialised_model(args: argparse.Namespace, runner: TargetRunner) -> tuple[NeuralDraft, dict[str, Any]]:

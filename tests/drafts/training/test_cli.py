@@ -131,6 +131,22 @@ def test_init_starts_a_new_run_from_a_checkpoints_weights(loads: list[str | None
     assert config["training"]["init_training"] == base_training
 
 
+def test_a_resumed_run_keeps_the_history_of_the_run_it_continues(
+    loads: list[str | None], data: Path, tmp_path: Path
+) -> None:
+    assert train(data, tmp_path / "base", "--draft", "eagle", "--tokens", "40") == 0
+    assert train(data, tmp_path / "tuned", "--draft", "eagle", "--tokens", "40", "--init", str(tmp_path / "base")) == 0
+    begun = json.loads((tmp_path / "tuned" / CONFIG_FILE).read_text())["training"]
+
+    assert train(data, tmp_path / "tuned", "--draft", "eagle", "--tokens", "80", "--resume") == 0
+    assert train(data, tmp_path / "tuned", "--draft", "eagle", "--tokens", "120", "--resume") == 0
+
+    resumed = json.loads((tmp_path / "tuned" / CONFIG_FILE).read_text())["training"]
+    assert resumed["init"] == begun["init"] and resumed["init_training"] == begun["init_training"]
+    assert resumed["first_command"] == begun["command"] and "--init" in resumed["first_command"]
+    assert "--resume" in resumed["command"]
+
+
 def test_init_with_another_draft_kind_is_refused(loads: list[str | None], data: Path, tmp_path: Path) -> None:
     assert train(data, tmp_path / "base", "--draft", "eagle", "--tokens", "10") == 0
 
