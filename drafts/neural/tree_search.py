@@ -80,10 +80,8 @@ class TreeScoring:
     def describe(self) -> str:
         if self.is_default:
             return "default"
-        defaults = {"slope": (1.0,), "bias": (0.0,), "rank_slope": (1.0,), "rank_bias": (0.0,)}
-        values = {k: getattr(self, k) for k in _FIELDS}
-        shown = [k for k in _FIELDS if k in ("slope", "bias") or values[k] != defaults[k]]
-        return ",".join(f"{k}={'/'.join(f'{v:g}' for v in values[k])}" for k in shown)
+        shown = [k for k in _FIELDS if k in ("slope", "bias") or getattr(self, k) != getattr(DEFAULT_SCORING, k)]
+        return ",".join(f"{k}={'/'.join(f'{v:g}' for v in getattr(self, k))}" for k in shown)
 
 
 _FIELDS = ("slope", "bias", "rank_slope", "rank_bias")

@@ -33,20 +33,19 @@ from drafts.target.loading import load_target
 from drafts.target.runner import TargetRunner
 from drafts.tree import DraftTree
 
-_FEATURES: dict[int, tuple[int, float]] = {}  # node index -> (sibling rank, entropy), for the round being grown
+_FEATURES: dict[int, float] = {}  # node index -> the entropy of the distribution it was drawn from (this round)
 _expand = tree_search._expand
 
 
 def _recording_expand(nodes: list[TreeNode], logits: torch.Tensor, parents: list[int], *rest: Any) -> list[int]:
-    """``tree_search._expand`` that also notes each new node's sibling rank and its distribution's entropy."""
+    """``tree_search._expand`` noting the entropy of each new node's distribution (its rank: TreeNode.rank)."""
     before = len(nodes)
     frontier = _expand(nodes, logits, parents, *rest)
     logp = torch.log_softmax(logits.float(), dim=-1)
     entropy = (-(logp.exp() * logp).sum(-1)).tolist()
     k = (len(nodes) - before) // len(parents)
     for j in range(before, len(nodes)):
-        row, rank = divmod(j - before, k)
-        _FEATURES[j] = (rank, entropy[row])
+        _FEATURES[j] = entropy[(j - before) // k]
     return frontier
 
 
@@ -56,7 +55,7 @@ tree_search._expand = _recording_expand  # type: ignore[assignment]
 class RecordingDrafter(NeuralDrafter):
     """A trained draft whose trees keep every generated node (and its features) with the round's position."""
 
-    rounds: list[tuple[int, list[TreeNode], dict[int, tuple[int, float]]]]
+    rounds: list[tuple[int, list[TreeNode], dict[int, float]]]
 
     def _tree(self, root: int, position: int, shape: DraftShape) -> DraftTree:
         self._drop()
@@ -67,7 +66,7 @@ class RecordingDrafter(NeuralDrafter):
         return select(nodes, shape.tree_total)
 
 
-def labelled(nodes: list[TreeNode], features: dict[int, tuple[int, float]], answer: list[int]) -> dict[str, Any]:
+def labelled(nodes: list[TreeNode], entropy: dict[int, float], answer: list[int]) -> dict[str, Any]:
     """The round's nodes as columns; ``answer``: the target's tokens after the root."""
     on_path: list[bool] = []
     for node in nodes:
@@ -78,8 +77,8 @@ def labelled(nodes: list[TreeNode], features: dict[int, tuple[int, float]], answ
         "log_q": [round(n.log_q, 6) for n in nodes],
         "parent": [n.parent for n in nodes],
         "on_path": [int(x) for x in on_path],
-        "rank": [features[i][0] for i in range(len(nodes))],
-        "entropy": [round(features[i][1], 4) for i in range(len(nodes))],
+        "rank": [n.rank for n in nodes],
+        "entropy": [round(entropy[i], 4) for i in range(len(nodes))],
         "expanded": [int(n.slot >= 0) for n in nodes],
     }
 
