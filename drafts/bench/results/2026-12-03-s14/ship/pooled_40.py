@@ -1,19 +1,29 @@
 """Session 14: the tree 6,10,60 figures of the standard 16 prompts (bench.sh) and the next 24 (confirm/) as one
 set of 40 sharegpt-heldout prompts: pooled tau (tokens / target forwards) and the paired per-prompt bootstrap.
 
-    python3 drafts/bench/results/2026-12-03-s14/ship/pooled_40.py
+    python3 drafts/bench/results/2026-12-03-s14/ship/pooled_40.py [RUN FOLDER]
+
+Session 15: `pooled_40.py s15 drafts/bench/results/2026-12-03-s15` (that folder's bench.sh tree file and its
+confirm/ file, the shipped drafts against runs/s15-*).
 """
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-FILES = [
-    HERE.parent / "shipped-vs-s14-sharegpt-t0-tree6-10-60-16x96.json",
-    HERE.parent / "confirm" / "shipped-vs-s14-tree6-10-60-skip16-24x96.json",
-]
-PAIRS = [("moa", "moa-s14"), ("eagle", "eagle-s14"), ("eagle", "moa"), ("eagle-s14", "moa-s14")]
+
+
+def _files(run: str, folder: Path) -> list[Path]:
+    return [
+        folder / f"shipped-vs-{run}-sharegpt-t0-tree6-10-60-16x96.json",
+        folder / "confirm" / f"shipped-vs-{run}-tree6-10-60-skip16-24x96.json",
+    ]
+
+
+def _pairs(run: str) -> list[tuple[str, str]]:
+    return [("moa", f"moa-{run}"), ("eagle", f"eagle-{run}"), ("eagle", "moa"), (f"eagle-{run}", f"moa-{run}")]
 
 
 def _paired() -> object:
@@ -24,10 +34,11 @@ def _paired() -> object:
 
 
 def main() -> None:
+    run, folder = (sys.argv[1], Path(sys.argv[2])) if len(sys.argv) > 2 else ("s14", HERE.parent)
     paired = _paired()
-    results = [json.loads(f.read_text()) for f in FILES]
+    results = [json.loads(f.read_text()) for f in _files(run, folder)]
     rows = {m: [p for r in results for p in r["methods"][m]["per_prompt"]] for m in results[0]["methods"]}
-    for old, new in PAIRS:
+    for old, new in _pairs(run):
         a = [p["round_tokens"] / p["rounds"] for p in rows[old]]
         b = [p["round_tokens"] / p["rounds"] for p in rows[new]]
         diffs = [y - x for x, y in zip(a, b, strict=True)]
