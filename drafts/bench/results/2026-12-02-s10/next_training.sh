@@ -5,7 +5,8 @@
 # ~1.1M tokens), with one feature cache for both kinds. Resumable: each run resumes from its trainer_state.pt.
 #   nohup taskset -c 1 drafts/bench/results/2026-12-02-s10/next_training.sh > runs/s12.log 2>&1 &
 # Settings (environment): RUN (runs/RUN-{moa,eagle}, default s12; session 11 ran RUN=s11 TOKENS=900000), LINES (the first LINES conversations, default
-# all), TOKENS (per draft), LR, TOPK (HASS top-K weight), SEED. Then `OUT=<that session's folder> RUN=s12 bench.sh`. Session 9's next_training.sh
+# all), TOKENS (per draft), LR, TOPK (HASS top-K weight), SEED, INIT (the folder holding moa/ and eagle/ to start from; default the shipped
+# checkpoints). Then `OUT=<that session's folder> RUN=s12 bench.sh`. Session 9's next_training.sh
 # is this script with RUN=s10 LINES=2673 TOKENS=800000.
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."  # the repository root
@@ -21,10 +22,11 @@ LR=${LR:-1e-4}
 TOPK=${TOPK:-1.0}
 SEED=${SEED:-12}  # the data order: session 11 ran the default seed (0) and covered 2,222 of 3,378; another seed starts elsewhere
 CACHE=runs/s5-features-moa
-echo "next_training $RUN: $(wc -l < $DATA) conversations; $TOKENS tokens per draft, lr $LR, topk $TOPK; $(date -u +%H:%M)"
+INIT=${INIT:-drafts/checkpoints/smollm2-135m-instruct}
+echo "next_training $RUN: $(wc -l < $DATA) conversations; $TOKENS tokens per draft, lr $LR, topk $TOPK, from $INIT; $(date -u +%H:%M)"
 for kind in moa eagle; do
   out=runs/$RUN-$kind
-  if [ -f $out/trainer_state.pt ]; then start=--resume; else start="--init drafts/checkpoints/smollm2-135m-instruct/$kind"; fi
+  if [ -f $out/trainer_state.pt ]; then start=--resume; else start="--init $INIT/$kind"; fi
   if [ $kind = moa ] && [ "$start" != --resume ]; then start="$start --no-staircase"; fi
   moa-train --draft $kind $start --data $DATA --tokens "$TOKENS" --lr "$LR" --topk-weight "$TOPK" --seed "$SEED" --out $out \
     --checkpoint-every 20 --feature-cache $CACHE >> runs/$RUN-$kind.log 2>&1 &
