@@ -6,6 +6,7 @@
 #   nohup drafts/bench/results/2026-12-03-s17/measure.sh PID PID > runs/measure.log 2>&1 &
 set -uo pipefail
 cd "$(dirname "$0")/../../../.."  # the repository root
+ROOT=$(pwd)
 for pid in "$@"; do while kill -0 "$pid" 2>/dev/null; do sleep 10; done; done
 echo "trainers done $(date -u +%H:%M)"
 O=drafts/bench/results/2026-12-03-s17/s18
@@ -21,9 +22,9 @@ B=drafts/bench/results/2026-12-02-s10/bench.sh
   for kind in moa eagle; do cp $O/candidates/$kind/* /tmp/s18-clone/drafts/checkpoints/smollm2-135m-instruct/$kind/; done
   cd /tmp/s18-clone && export HF_HUB_OFFLINE=1
   taskset -c 0 python3 -m pytest -q -x tests/app/engine tests/drafts/neural tests/app/settings tests/app/demo \
-    tests/drafts/bench/test_offline_horizon_smollm2.py tests/app/test_cli.py tests/drafts/training > /work/main/runs/s18-tests.log 2>&1
+    tests/drafts/bench/test_offline_horizon_smollm2.py tests/app/test_cli.py tests/drafts/training > $ROOT/runs/s18-tests.log 2>&1
   echo "tests rc $? $(date -u +%H:%M)"
-  taskset -c 0 python3 -m pytest -q -m packaging tests/packaging > /work/main/runs/s18-packaging.log 2>&1
+  taskset -c 0 python3 -m pytest -q -m packaging tests/packaging > $ROOT/runs/s18-packaging.log 2>&1
   echo "packaging rc $? $(date -u +%H:%M)" ) &
 wait
 echo "all done $(date -u +%H:%M)"
