@@ -9,6 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."  # the repository root
 : "${RUN:?RUN=sN names the run}" "${SEED:?SEED sets the data order}"
+# CI's .ci/run reinstalls the package editable from its own checkout (/check/...), which leaves `moa-train` unable
+# to import drafts here (session 22 lost 5 min to it): check before waiting, not after.
+(cd /tmp && moa-train --help > /dev/null 2>&1) \
+  || { echo "moa-train does not start: run 'pip install -e . --no-deps' in this checkout, then rerun"; exit 1; }
 for pid in $(cat runs/a.pid runs/b.pid); do while kill -0 "$pid" 2>/dev/null; do sleep 10; done; done
 echo "generators done $(date -u +%H:%M)"
 GZ=drafts/data/generated/smollm2-answers.jsonl.gz
