@@ -4,8 +4,8 @@
 # generator B's conversations that runs/answers.jsonl lacks (matched by id, so a B that resumed an earlier stretch
 # adds only its new ones), write the new conversations only to runs/RUN_answers.jsonl, and start RUN's continuation
 # of the shipped drafts on them (one pass: 450k tokens per 1,311 conversations, session 17's rate, unless TOKENS
-# says), MoA on core 1, EAGLE on core 0. FROM=N starts the new conversations at line N instead (lines committed
-# but not yet trained on: session 22's last 32 min of data, lines 12,542 on).
+# says), MoA on core 1, EAGLE on core 0. FROM=N starts the new conversations at line N instead, to include lines
+# committed but not yet trained on (loop/README.md says which).
 #   RUN=s20 SEED=20 nohup drafts/bench/results/loop/after_data.sh > runs/after_data.log 2>&1 &
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."  # the repository root
