@@ -90,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="cache the target's activations here (float16): later epochs and drafts skip the target",
     )
+    p.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="also stop after this many minutes of training (the schedule ends with whichever budget runs out first)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto", choices=DEVICE_CHOICES)
     return p
@@ -119,6 +125,7 @@ def _train(args: argparse.Namespace, argv: list[str]) -> int:
         warmup_steps=args.warmup,
         weights=LossWeights(topk=args.topk_weight, tail_norm=args.tail_loss == "normalised"),
         align_steps=args.align_steps,
+        max_minutes=args.max_minutes,
     )
     if args.resume:
         model, vocab_info = _resumed_model(args, runner)

@@ -1,9 +1,13 @@
 """The training loop of ``moa-train``: target activations on the fly, one loss for every draft,
 AdamW with warm-up, cosine decay and clipping, atomic checkpoints, and exact resumption.
 
+The budget is tokens, or tokens and minutes (``max_minutes``: whichever runs out first; the cosine
+follows the further along of the two, so a timed run on unknown hardware still ends its schedule).
+
 The run is a pure function of its configuration: the data order comes from the seed, the random
 draws (verification periods, staircase masks, EAGLE's noise) from one saved generator, so an
-interrupted run resumed with ``--resume`` ends with the same weights as an uninterrupted one.
+interrupted run resumed with ``--resume`` ends with the same weights as an uninterrupted one
+(a run with ``max_minutes`` is not: where its schedule stands depends on the machine's speed).
 """
 
 from __future__ import annotations
@@ -45,10 +49,18 @@ class TrainConfig:
     seed: int = 0
     weights: LossWeights = field(default_factory=LossWeights)
     align_steps: int = 1  # HASS context alignment: training steps per sequence (1: off; HASS uses 3)
+    max_minutes: float | None = None  # also stop after this much training time (steps only, loading excluded)
 
     def __post_init__(self) -> None:
         if self.align_steps < 1:
             raise ConfigError(f"--align-steps {self.align_steps}: give 1 (off) or more (HASS trains 3)")
+        if self.max_minutes is not None and self.max_minutes <= 0:
+            raise ConfigError(f"--max-minutes {self.max_minutes}: give a positive number of minutes, or leave it out")
+
+    def progress(self, tokens_seen: int, wall_s: float) -> float:
+        """How far the schedule is, in [0, 1]: the larger of the token budget's share and the time budget's."""
+        by_time = 0.0 if self.max_minutes is None else wall_s / (60 * self.max_minutes)
+        return min(1.0, max(tokens_seen / self.tokens, by_time))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -114,7 +126,7 @@ class Trainer:
         self, training_info: dict[str, Any], on_step: Callable[[TrainState, int], None] = lambda s, n: None
     ) -> TrainState:
         self.model.train()
-        while self.state.tokens_seen < self.cfg.tokens:
+        while self.cfg.progress(self.state.tokens_seen, self.state.wall_s) < 1.0:
             t0 = time.perf_counter()
             n_tokens = self._optimizer_step()
             self.state.wall_s += time.perf_counter() - t0
@@ -218,7 +230,7 @@ class Trainer:
         if step < cfg.warmup_steps:
             lr = cfg.lr * (step + 1) / cfg.warmup_steps
         else:
-            progress = min(1.0, self.state.tokens_seen / cfg.tokens)
+            progress = cfg.progress(self.state.tokens_seen, self.state.wall_s)
             lr = cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
         for group in self.optimizer.param_groups:
             group["lr"] = lr

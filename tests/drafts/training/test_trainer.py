@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 import torch
 
-from drafts.errors import CheckpointError
+from drafts.errors import CheckpointError, ConfigError
 from drafts.neural.base import NeuralDraft
 from drafts.neural.factory import KINDS
 from drafts.nn.blocks import DecoderBlock
@@ -99,6 +100,31 @@ def test_a_run_trains_until_its_token_budget_and_leaves_its_state(runner: Target
 
     assert state.tokens_seen >= 250 and state.tokens_seen - 250 < 2 * 63  # stops at the step that crosses it
     assert (tmp_path / STATE_FILE).is_file()
+
+
+def test_a_timed_run_stops_at_its_minutes_before_its_tokens_and_leaves_its_state(
+    runner: TargetRunner, tmp_path: Path
+) -> None:
+    cfg = dataclasses.replace(small_run(tokens=10**9, checkpoint_every=100), max_minutes=0.5 / 60)
+
+    state = Trainer(random_draft("moa", runner), runner, conversations(), cfg, tmp_path).run({})
+
+    assert 0.5 <= state.wall_s < 0.5 + 30  # the step that crosses the half second is the last
+    assert state.tokens_seen < 10**9 and (tmp_path / STATE_FILE).is_file()
+
+
+def test_the_schedule_follows_whichever_budget_is_further_along() -> None:
+    cfg = TrainConfig(tokens=1000, max_minutes=2.0)
+
+    assert cfg.progress(tokens_seen=100, wall_s=60.0) == pytest.approx(0.5)  # time leads
+    assert cfg.progress(tokens_seen=800, wall_s=60.0) == pytest.approx(0.8)  # tokens lead
+    assert cfg.progress(tokens_seen=2000, wall_s=0.0) == 1.0
+    assert TrainConfig(tokens=1000).progress(tokens_seen=100, wall_s=10**6) == pytest.approx(0.1)  # no time budget
+
+
+def test_a_time_budget_that_is_not_positive_is_refused_with_its_fix() -> None:
+    with pytest.raises(ConfigError, match="--max-minutes 0"):
+        TrainConfig(tokens=1000, max_minutes=0)
 
 
 def test_resuming_without_a_saved_run_is_refused_with_a_fix(runner: TargetRunner, tmp_path: Path) -> None:
