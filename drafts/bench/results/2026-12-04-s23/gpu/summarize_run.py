@@ -1,6 +1,6 @@
 """device_run.sh's last step: summary.json and the new answers (gzip, under the 16 MiB a file may bring back).
 
-python gpu_summarize.py WORK OUT MINUTES GEN_S BUDGET_S ELAPSED_S   (session 23: timed training, no probe)
+python summarize_run.py WORK OUT MINUTES GEN_S BUDGET_S ELAPSED_S   (session 23: timed training, no probe)
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ ones trained on), the answers not trained on yet (``answers-new.jsonl.gz``: comm
 prompts: every ShareGPT **train** conversation not answered in ``runs/answers*.jsonl``, in the CPU
 generator's seeded order, never a held-out one (checked here); then the target's GGUF (94 MiB) in
 parts. The manifest holds the GGUF's SHA-256 and a SHA-256 of the converted fp32 weights as loaded
-here (``moa-bench``'s target), which ``gpu_check_target.py`` recomputes there.
+here (``moa-bench``'s target), which session 7's ``gpu_check_target.py`` recomputes there.
 
-    python drafts/bench/results/2026-12-04-s23/gpu/gpu_prepare.py --new-from 12542 [--budget-mib M]
+    python drafts/bench/results/2026-12-04-s23/gpu/prepare_calls.py --new-from 12542 [--budget-mib M]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[5]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "drafts/bench/results/2026-12-02-s7/gpu"))  # gpu_check_target
 
 from gpu_check_target import weights_sha256  # noqa: E402
 
@@ -43,6 +43,7 @@ from drafts.target.loading import load_target  # noqa: E402
 
 SHIPPED_ANSWERS = ROOT / "drafts/data/generated/smollm2-answers.jsonl.gz"
 SHIPPED_DRAFTS = ROOT / "drafts/checkpoints/smollm2-135m-instruct"
+GPU_SCRIPTS = ("drafts/bench/results/2026-12-04-s23/gpu", "drafts/bench/results/2026-12-02-s7/gpu")  # they travel
 LOCAL_ANSWERS = (ROOT / "runs/answers.jsonl", ROOT / "runs/answers-b.jsonl")  # the CPU generators' files
 # The device lacks gguf and platformdirs, and its transformers (5.17) takes the KV cache as past_key_values and
 # silently ignores the cache= this code passes (the rehearsal's answers were garbage, MoA training failed):
@@ -184,7 +185,8 @@ def tree_bytes() -> int:
 
 
 def _dropped(name: str) -> bool:
-    if name.startswith("drafts/bench/results/2026-12-04-s23/gpu/"):
+    folder, _, _ = name.rpartition("/")
+    if folder in GPU_SCRIPTS:  # the scripts only: the run's results beside them stay here
         return False
     generated = name.startswith("drafts/data/generated/") and name.endswith(".gz")
     return name.startswith(("drafts/bench/results/", "drafts/checkpoints/")) or generated
