@@ -16,8 +16,9 @@ import torch
 from drafts.errors import ContextOverflowError
 from drafts.target.activations import NOTHING, ActivationRequest, Activations
 from drafts.target.chat import format_chat, stop_token_ids
+from drafts.target.growing_cache import GrowingCache
 from drafts.target.loading import LoadedTarget, context_length
-from drafts.target.session import TargetSession
+from drafts.target.session import TargetSession, per_token_kv
 from drafts.tree import DraftTree
 
 
@@ -89,6 +90,30 @@ class TargetRunner:
         session.pending_hidden = {}
         kv = session.tail_kv(len(kept)) if request.all_layer_kv else None
         return Activations(hidden, kv)
+
+    @torch.inference_mode()
+    def prefill_activations(self, sequences: Sequence[Sequence[int]], request: ActivationRequest) -> list[Activations]:
+        """The declared activations at every position of each sequence, run from scratch as one
+        right-padded batch (training: many sequences per forward). Causal attention keeps each
+        sequence's positions blind to the padding after them, so its activations are its own alone's
+        (equal up to the rounding of a different batch shape)."""
+        lengths = [len(tokens) for tokens in sequences]
+        self._check_room(max(lengths))
+        ids = torch.zeros(len(sequences), max(lengths), dtype=torch.long, device=self.device)  # (B, T), 0-padded
+        for b, tokens in enumerate(sequences):
+            ids[b, : lengths[b]] = torch.tensor(list(tokens), device=self.device)
+        cache = GrowingCache()
+        kwargs: dict[str, Any] = {"output_hidden_states": True} if request.hidden_layers else {}
+        out = self.model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1, **kwargs)
+        layers: list[Any] = list(cache.layers)  # full-length layers (GrowingLayer): .keys, .values
+        kv = per_token_kv([(layer.keys, layer.values) for layer in layers]) if request.all_layer_kv else None
+        return [
+            Activations(
+                {i: out.hidden_states[i][b, :n] for i in request.hidden_layers},  # (n, H) each
+                None if kv is None else kv[b, :n],  # (n, L, W)
+            )
+            for b, n in enumerate(lengths)
+        ]
 
     # -- masks ----------------------------------------------------------------------------
     def _positions_and_mask(

@@ -51,13 +51,8 @@ class TargetSession:
         """Keys and values of the committed tokens ``start`` .. ``start + count - 1``: (count, L, 2 * n_kv * hd)."""
         if start < 0 or start + count > self.length:
             raise ValueError(f"rows {start}..{start + count - 1} are not committed (0..{self.length - 1} are)")
-        per_layer = []
-        for layer in self._layers():
-            k = layer.keys[0, :, start : start + count]  # (n_kv, count, hd)
-            v = layer.values[0, :, start : start + count]  # (n_kv, count, hd)
-            kv = torch.cat([k, v], dim=-1).transpose(0, 1)  # (count, n_kv, 2 hd)
-            per_layer.append(kv.reshape(count, -1))  # (count, n_kv * 2 hd)
-        return torch.stack(per_layer, dim=1)  # (count, L, 2 n_kv hd)
+        rows = slice(start, start + count)
+        return per_token_kv([(layer.keys[:1, :, rows], layer.values[:1, :, rows]) for layer in self._layers()])[0]
 
     @torch.inference_mode()
     def _compact_tail(self, start: int, keep: list[int]) -> None:
@@ -86,3 +81,13 @@ class TargetSession:
 
     def _device(self) -> torch.device:
         return self._layers()[0].keys.device
+
+
+def per_token_kv(layers: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """Every layer's keys and values, each (B, n_kv, T, hd), laid out per token as the drafts read them:
+    (B, T, L, 2 * n_kv * hd), per layer and KV head ``[K_h | V_h]``."""
+    per_layer = []
+    for k, v in layers:
+        kv = torch.cat([k, v], dim=-1).transpose(1, 2)  # (B, T, n_kv, 2 hd)
+        per_layer.append(kv.reshape(kv.shape[0], kv.shape[1], -1))  # (B, T, n_kv * 2 hd)
+    return torch.stack(per_layer, dim=2)  # (B, T, L, 2 n_kv hd)

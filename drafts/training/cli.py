@@ -53,7 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--init", type=Path, default=None, help="start from this checkpoint's weights (fresh schedule)")
     p.add_argument("--max-len", type=int, default=512)
     p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--accum", type=int, default=2, help="sequences per optimizer step")
+    p.add_argument("--accum", type=int, default=2, help="forward passes per optimizer step")
+    p.add_argument(
+        "--batch", type=int, default=1, help="sequences per forward pass, right-padded (16-32 on a GPU; 1 on a CPU)"
+    )
     p.add_argument("--draft-vocab", type=int, default=16384, help="reduced draft vocabulary size (0 = full)")
     architecture.add_flags(p)
     p.add_argument(
@@ -120,6 +123,7 @@ def _train(args: argparse.Namespace, argv: list[str]) -> int:
         max_len=args.max_len,
         lr=args.lr,
         accum=args.accum,
+        batch=args.batch,
         seed=args.seed,
         checkpoint_every=args.checkpoint_every,
         warmup_steps=args.warmup,

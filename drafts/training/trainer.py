@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from drafts.data.conversations import Conversation
 from drafts.errors import CheckpointError, ConfigError
@@ -44,7 +45,8 @@ class TrainConfig:
     warmup_steps: int = 30
     min_lr_ratio: float = 0.1  # cosine decays to lr * this
     clip: float = 1.0  # gradient norm clipping, as MoA and EAGLE
-    accum: int = 2  # sequences per optimizer step
+    accum: int = 2  # forward passes per optimizer step
+    batch: int = 1  # sequences per forward pass, right-padded (a GPU's throughput; 1 on a CPU)
     checkpoint_every: int = 50  # optimizer steps between checkpoints
     seed: int = 0
     weights: LossWeights = field(default_factory=LossWeights)
@@ -56,6 +58,8 @@ class TrainConfig:
             raise ConfigError(f"--align-steps {self.align_steps}: give 1 (off) or more (HASS trains 3)")
         if self.max_minutes is not None and self.max_minutes <= 0:
             raise ConfigError(f"--max-minutes {self.max_minutes}: give a positive number of minutes, or leave it out")
+        if self.batch < 1 or self.accum < 1:
+            raise ConfigError(f"--batch {self.batch} --accum {self.accum}: give 1 or more of each")
 
     def progress(self, tokens_seen: int, wall_s: float) -> float:
         """How far the schedule is, in [0, 1]: the larger of the token budget's share and the time budget's."""
@@ -141,10 +145,10 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         n_tokens, stats = 0, []
         for _ in range(self.cfg.accum):
-            seq = self._next_sequence()
-            loss, s = self._loss(seq)
+            seqs = [self._next_sequence() for _ in range(self.cfg.batch)]
+            loss, s = self._loss(seqs)
             (loss / self.cfg.accum).backward()
-            n_tokens += len(seq.ids)
+            n_tokens += sum(len(seq.ids) for seq in seqs)
             stats.append(s)
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip)
         self.optimizer.step()
@@ -153,8 +157,8 @@ class Trainer:
         self._smooth({k: sum(s[k] for s in stats) / len(stats) for k in stats[0]})
         return n_tokens
 
-    def _loss(self, seq: Sequence) -> tuple[torch.Tensor, dict[str, float]]:
-        batch = self._batch(seq)
+    def _loss(self, seqs: list[Sequence]) -> tuple[torch.Tensor, dict[str, float]]:
+        batch = self._batch(seqs)
         progress = min(1.0, self.state.tokens_seen / self.cfg.tokens)
         if self.cfg.align_steps > 1:
             return self._aligned_loss(batch, progress)
@@ -176,34 +180,44 @@ class Trainer:
         assert total is not None
         return total, stats | {"loss": total.item()}
 
-    def _batch(self, seq: Sequence) -> TrainBatch:
-        """The target's activations for ``seq`` (from the feature cache, or computed; no gradient)."""
-        acts = self._activations(seq)
-        hidden = acts[f"hidden.{self.runner.num_layers}"][None]  # (1, T, H)
-        kv = acts["kv"][None] if "kv" in acts else None  # (1, T, L, W)
-        layer = self.model.tail_input_layer
-        tail = None if layer is None else acts[f"hidden.{layer}"][None]  # (1, T, H): TLI layer input
+    def _batch(self, seqs: list[Sequence]) -> TrainBatch:
+        """The sequences right-padded into one batch (the padding off the loss mask) with the target's
+        activations (from the feature cache, or computed; no gradient)."""
+        acts = self._activations(seqs)
         device = self.runner.device
-        return TrainBatch(seq.ids[None].to(device), seq.loss_mask[None].to(device), hidden, kv, tail)
 
-    def _activations(self, seq: Sequence) -> dict[str, torch.Tensor]:
-        """Named activations of ``seq``: ``hidden.<layer>`` (T, H) and ``kv`` (T, L, W)."""
+        def padded(name: str) -> torch.Tensor:  # (B, T, ...) zeros after each sequence's end
+            return pad_sequence([a[name] for a in acts], batch_first=True)
+
+        kv = padded(KV) if KV in acts[0] else None  # (B, T, L, W)
+        layer = self.model.tail_input_layer
+        tail = None if layer is None else padded(f"{HIDDEN}{layer}")  # (B, T, H): TLI layer input
+        ids = pad_sequence([seq.ids for seq in seqs], batch_first=True).to(device)  # (B, T)
+        mask = pad_sequence([seq.loss_mask for seq in seqs], batch_first=True).to(device)  # (B, T), False after
+        return TrainBatch(ids, mask, padded(f"{HIDDEN}{self.runner.num_layers}"), kv, tail)
+
+    def _activations(self, seqs: list[Sequence]) -> list[dict[str, torch.Tensor]]:
+        """Named activations of each sequence: ``hidden.<layer>`` (T, H) and ``kv`` (T, L, W)."""
         if self.cache is None:
-            return self._target_activations(seq, self.request)
-        if (hit := self.cache.get(seq.ids, self.names)) is not None:
-            return {name: t.to(self.runner.device) for name, t in hit.items()}
-        # everything the directory's runs want, from this one target pass (the same values as ours alone)
-        request = self.request.union(activation_request(self.cache.wanted(self.names)))
-        stored = self.cache.put(seq.ids, self._target_activations(seq, request))
-        return {name: stored[name] for name in self.names}
+            return self._target_activations(seqs, self.request)
+        found = [self.cache.get(seq.ids, self.names) for seq in seqs]
+        missing = [seq for seq, hit in zip(seqs, found, strict=True) if hit is None]
+        if missing:  # everything the directory's runs want, from one target pass (the same values as ours alone)
+            request = self.request.union(activation_request(self.cache.wanted(self.names)))
+            computed = iter(self._target_activations(missing, request))
+            found = [
+                hit if hit is not None else self.cache.put(seq.ids, next(computed))
+                for seq, hit in zip(seqs, found, strict=True)
+            ]
+        return [{name: t[name].to(self.runner.device) for name in self.names} for t in found if t is not None]
 
-    def _target_activations(self, seq: Sequence, request: ActivationRequest) -> dict[str, torch.Tensor]:
-        session = self.runner.new_session()
-        self.runner.extend(session, seq.ids.tolist(), request, last_only=True)
-        acts = self.runner.commit(session, None, request)
-        computed = {f"{HIDDEN}{layer}": h.clone() for layer, h in acts.hidden.items()}  # out of inference mode
-        if acts.kv is not None:
-            computed[KV] = acts.kv.clone()
+    def _target_activations(self, seqs: list[Sequence], request: ActivationRequest) -> list[dict[str, torch.Tensor]]:
+        computed = []
+        for acts in self.runner.prefill_activations([seq.ids.tolist() for seq in seqs], request):
+            named = {f"{HIDDEN}{layer}": h.clone() for layer, h in acts.hidden.items()}  # out of inference mode
+            if acts.kv is not None:
+                named[KV] = acts.kv.clone()
+            computed.append(named)
         return computed
 
     def _next_sequence(self) -> Sequence:

@@ -151,11 +151,11 @@ def test_the_loss_falls_when_training_with_one_reused_layer(tmp_path: Path) -> N
     model = tli_draft(runner, 1, seed=0)
     trainer = Trainer(model, runner, chats, cfg, tmp_path)
     assert runner.num_layers - 1 in trainer.request.hidden_layers
-    before = trainer._loss(seq)[1]
+    before = trainer._loss([seq])[1]
 
     trainer.run({})
 
-    after = trainer._loss(seq)[1]
+    after = trainer._loss([seq])[1]
     assert after["loss"] < 0.7 * before["loss"] and after["tail_input"] < before["tail_input"]
 
 

@@ -265,3 +265,26 @@ def test_kv_rows_are_the_all_layer_kv_a_commit_returned_for_them(runner: TargetR
     assert committed.kv is not None and torch.equal(session.kv_rows(5, len(PROMPT) - 5), committed.kv)
     with pytest.raises(ValueError, match="not committed"):
         session.kv_rows(5, len(PROMPT))
+
+
+def test_a_padded_batch_gives_each_sequence_the_activations_of_a_full_forward_over_it_alone(
+    runner: TargetRunner,
+) -> None:
+    short, long = PROMPT[:6], PROMPT + [17, 2, 60]  # the short one padded by 8 positions
+
+    acts = runner.prefill_activations([short, long], ALL)
+
+    for tokens, got in zip((short, long), acts, strict=True):
+        hidden, cache = full_activations(runner.model, tokens)
+        positions = list(range(len(tokens)))
+        assert set(got.hidden) == {0, 1, 3}
+        for layer in (0, 1, 3):
+            torch.testing.assert_close(got.hidden[layer], hidden[layer], atol=ATOL, rtol=0)
+        torch.testing.assert_close(got.kv, expected_kv(cache, positions), atol=ATOL, rtol=0)
+
+
+def test_a_batch_asking_for_hidden_states_only_returns_no_kv(runner: TargetRunner) -> None:
+    acts = runner.prefill_activations([PROMPT[:3], PROMPT], ActivationRequest(hidden_layers=(runner.num_layers,)))
+
+    assert [a.kv for a in acts] == [None, None]
+    assert [a.hidden[runner.num_layers].shape[0] for a in acts] == [3, len(PROMPT)]

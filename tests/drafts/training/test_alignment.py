@@ -37,7 +37,7 @@ def trainer_loss(runner: TargetRunner, seq: Sequence, tmp_path: Path, **options:
     """The trainer's loss of ``seq`` for a fresh seeded EAGLE draft and a fresh seeded trainer."""
     model = random_draft("eagle", runner, seed=2).train()
     cfg = TrainConfig(tokens=100, seed=5, weights=WEIGHTS, **options)
-    loss, stats = Trainer(model, runner, conversations(), cfg, tmp_path)._loss(seq)
+    loss, stats = Trainer(model, runner, conversations(), cfg, tmp_path)._loss([seq])
     return loss.item(), stats
 
 

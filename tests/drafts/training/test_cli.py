@@ -241,6 +241,16 @@ def test_eagle_trains_with_context_alignment_and_records_it(
     assert json.loads((tmp_path / "run" / CONFIG_FILE).read_text())["training"]["config"]["align_steps"] == 3
 
 
+def test_a_batched_run_trains_several_conversations_per_forward_and_records_it(
+    loads: list[str | None], data: Path, tmp_path: Path
+) -> None:
+    assert train(data, tmp_path / "run", "--draft", "moa", "--tokens", "60", "--batch", "3") == 0
+
+    training = json.loads((tmp_path / "run" / CONFIG_FILE).read_text())["training"]
+    assert training["config"]["batch"] == 3
+    assert training["state"]["step"] == 1 and training["state"]["tokens_seen"] >= 60  # three conversations, one step
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

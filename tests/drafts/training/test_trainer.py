@@ -156,3 +156,43 @@ def test_a_moa_run_loses_the_same_with_the_mean_taken_before_the_lsa_down_projec
 
     assert len(fused) == len(plain) > 4
     assert fused == pytest.approx(plain, rel=1e-5)
+
+
+def test_a_batch_pads_each_sequence_after_its_end_and_keeps_the_padding_off_the_loss(
+    runner: TargetRunner, tmp_path: Path
+) -> None:
+    cfg = TrainConfig(tokens=1000, batch=2)
+    trainer = Trainer(random_draft("moa", runner), runner, conversations(), cfg, tmp_path)
+    seqs = [tokenize_conversation(runner.tokenizer, c, 512) for c in conversations()[:2]]
+    assert seqs[0] is not None and seqs[1] is not None and len(seqs[0].ids) != len(seqs[1].ids)
+
+    batch = trainer._batch([seqs[0], seqs[1]])
+
+    alone = [trainer._batch([seq]) for seq in (seqs[0], seqs[1])]
+    for row, (seq, one) in enumerate(zip(seqs, alone, strict=True)):
+        n = len(seq.ids)
+        assert torch.equal(batch.ids[row, :n], seq.ids) and torch.equal(batch.loss_mask[row, :n], seq.loss_mask)
+        assert not batch.loss_mask[row, n:].any()
+        torch.testing.assert_close(batch.target_hidden[row, :n], one.target_hidden[0], atol=1e-5, rtol=0)
+        assert batch.target_kv is not None and one.target_kv is not None
+        torch.testing.assert_close(batch.target_kv[row, :n], one.target_kv[0], atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_batched_run_counts_real_tokens_and_its_loss_falls(runner: TargetRunner, kind: str, tmp_path: Path) -> None:
+    chats = conversations()[:2]
+    seqs = [tokenize_conversation(runner.tokenizer, c, 512) for c in chats]
+    per_step = sum(len(s.ids) for s in seqs if s is not None)  # one batch of both conversations a step
+    cfg = TrainConfig(tokens=20 * per_step, accum=1, batch=2, lr=3e-3, warmup_steps=3, checkpoint_every=1000)
+    model = random_draft(kind, runner, seed=0)
+    before = evaluation_loss(model, runner, cfg)
+
+    state = Trainer(model, runner, chats, cfg, tmp_path).run({})
+
+    assert (state.step, state.tokens_seen) == (20, 20 * per_step)
+    assert evaluation_loss(model, runner, cfg) < 0.8 * before
+
+
+def test_a_batch_or_accumulation_below_one_is_refused_with_its_fix() -> None:
+    with pytest.raises(ConfigError, match="--batch 0"):
+        TrainConfig(tokens=1000, batch=0)

@@ -11,7 +11,8 @@
 # (draft.safetensors, config.json), summary.json, run.log, logs.tar.gz, answers.jsonl.gz.
 # Settings (environment): DEVICE (cuda), BATCH (gen batch, 256), GEN_MAX_S (150), OLD_RATIO (0.5),
 # LR (1e-4), TOPK (1.0), SEED (23), WORK (/tmp/gpu-work), MARGIN_S (45: packing and slack at the end),
-# LOAD_S (30: a trainer's start before its first step).
+# LOAD_S (30: a trainer's start before its first step), TRAIN_BATCH (moa-train --batch, 1), ACCUM (--accum, 2)
+# (session 24: TRAIN_BATCH=16 ACCUM=1, the trainer's batched forward).
 set -uo pipefail
 cd "$(dirname "$0")/../../../../.."  # the repository root
 ROOT=$PWD
@@ -87,7 +88,8 @@ train() {  # kind
   local extra=""; [ "$1" = moa ] && extra=--no-staircase
   timeout -k 15 "$TRAIN_S" python3 -m drafts.training.cli --draft "$1" --init "$WORK/init/$1" $extra --data "$D" \
     --tokens 1000000000 --max-minutes "$MINUTES" --lr "${LR:-1e-4}" --topk-weight "${TOPK:-1.0}" --seed "${SEED:-23}" \
-    --out "$WORK/train-$1" --checkpoint-every 100 --device "$DEVICE" > "$WORK/train-$1.log" 2>&1
+    --batch "${TRAIN_BATCH:-1}" --accum "${ACCUM:-2}" --out "$WORK/train-$1" --checkpoint-every 100 \
+    --device "$DEVICE" > "$WORK/train-$1.log" 2>&1
 }
 rm -rf "$WORK"/train-moa "$WORK"/train-eagle
 train moa & p1=$!

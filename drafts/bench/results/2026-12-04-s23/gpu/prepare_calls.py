@@ -69,6 +69,12 @@ def main() -> int:
     staging.mkdir(parents=True)
     prompts = write_train_prompts(staging / "prompts.jsonl.gz", args.seed)
     manifest: dict[str, Any] = {"prompts": prompts, "answers": write_answers(staging, args.new_from)}
+    return pack(args.out, staging, manifest, args.budget_mib)
+
+
+def pack(out: Path, staging: Path, manifest: dict[str, Any], budget_mib: float) -> int:
+    """``staging``'s data with the shipped drafts, the wheels and the GGUF in parts, into ``out``/callN;
+    the manifest (checksums, parts) into the last call's folder."""
     copy_drafts(staging)
     fetch_wheels(staging)
     gguf = smollm2_gguf()
@@ -80,17 +86,17 @@ def main() -> int:
         raise SystemExit(
             f"the device branch's tree would be {tree_bytes() / MiB:.0f} MiB: check device_branch.sh's rule"
         )
-    free = args.budget_mib * MiB - tree_bytes()
+    free = budget_mib * MiB - tree_bytes()
     extras = sum(f.stat().st_size for f in staging.iterdir()) + 4096
     calls = math.ceil((gguf.stat().st_size + extras) / free)
     if free <= extras or calls > 6:
         raise SystemExit(f"the tree leaves {free / MiB:.1f} MiB per call: too little; shrink the tracked tree")
-    parts = split(gguf, calls, first_room=free - extras, args_out=args.out)
+    parts = split(gguf, calls, first_room=free - extras, args_out=out)
     for f in staging.iterdir():
-        f.rename(args.out / "call1" / f.name)
+        f.rename(out / "call1" / f.name)
     staging.rmdir()
     manifest["parts"] = parts
-    (args.out / f"call{calls}" / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    (out / f"call{calls}" / "manifest.json").write_text(json.dumps(manifest, indent=2))
     print(json.dumps({"calls": calls, "tree_mib": round(tree_bytes() / MiB, 1), "parts": parts}, indent=1))
     return 0
 
