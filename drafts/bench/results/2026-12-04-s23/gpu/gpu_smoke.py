@@ -38,14 +38,17 @@ def main(device_name: str) -> int:
     runner = tiny_target_runner(tiny_llama(seed=0).to(device), ChatTokenizer())
     failures = 0
     for kind in ("moa", "eagle"):
-        failures += _check(f"train {kind}", functools.partial(_train, kind, runner, device))
+        for batch in (1, 3):  # session 24: moa-train --batch too
+            failures += _check(f"train {kind} batch {batch}", functools.partial(_train, kind, runner, device, batch))
     failures += _check("decode", lambda: _decode(runner.model, device))
     print(f"gpu_smoke: {'ok' if failures == 0 else f'{failures} FAILED'} on {device_name}", flush=True)
     return 1 if failures else 0
 
 
-def _train(kind: str, runner: TargetRunner, device: torch.device) -> str:
-    cfg = TrainConfig(tokens=400, accum=2, lr=3e-3, warmup_steps=2, checkpoint_every=2, seed=3, max_minutes=0.5)
+def _train(kind: str, runner: TargetRunner, device: torch.device, batch: int) -> str:
+    cfg = TrainConfig(
+        tokens=400, accum=2, batch=batch, lr=3e-3, warmup_steps=2, checkpoint_every=2, seed=3, max_minutes=0.5
+    )
     with tempfile.TemporaryDirectory() as out:
         state = Trainer(random_draft(kind, runner).to(device), runner, conversations(), cfg, Path(out)).run({})
         saved = sorted(p.name for p in Path(out).iterdir())

@@ -47,7 +47,8 @@ def write_answers(into: Path) -> dict[str, int]:
     seen = {str(json.loads(line)["id"]) for line in committed}
     extra = []
     for path in LOCAL_SAMPLED:
-        for line in path.read_text("utf-8").splitlines() if path.is_file() else []:
+        complete = path.read_text("utf-8").split("\n")[:-1] if path.is_file() else []  # a generator may be writing
+        for line in complete:
             if line.strip() and (key := str(json.loads(line)["id"])) not in seen:
                 seen.add(key)
                 extra.append(line)
