@@ -32,6 +32,7 @@ from drafts.target.runner import TargetRunner
 from drafts.training.checkpoint import save_draft
 from drafts.training.feature_cache import HIDDEN, KV, FeatureCache, activation_names, activation_request
 from drafts.training.losses import LossWeights, distillation_loss
+from drafts.training.prefetch import Prefetcher
 from drafts.training.tokenize import Sequence, tokenize_conversation
 
 STATE_FILE = "trainer_state.pt"
@@ -101,6 +102,8 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
         self.generator = torch.Generator().manual_seed(cfg.seed)
         self.state = TrainState()
+        self.prefetch = Prefetcher(self._tokenize)
+        self._orders: dict[int, list[int]] = {}  # epoch -> its shuffled conversation indices
 
     # -- state ---------------------------------------------------------------------------
     def resume(self) -> None:
@@ -146,6 +149,7 @@ class Trainer:
         n_tokens, stats = 0, []
         for _ in range(self.cfg.accum):
             seqs = [self._next_sequence() for _ in range(self.cfg.batch)]
+            self.prefetch.ahead(self._upcoming(2 * self.cfg.batch))  # tokenized while this batch computes
             loss, s = self._loss(seqs)
             (loss / self.cfg.accum).backward()
             n_tokens += sum(len(seq.ids) for seq in seqs)
@@ -226,18 +230,36 @@ class Trainer:
             if self.state.cursor >= len(order):
                 self.state.epoch, self.state.cursor = self.state.epoch + 1, 0
                 continue
-            conv = self.conversations[order[self.state.cursor]]
+            index = order[self.state.cursor]
             self.state.cursor += 1
-            seq = tokenize_conversation(self.runner.tokenizer, conv, self.cfg.max_len)
+            seq = self.prefetch.get(index)
             if seq is not None:
                 return seq
 
+    def _tokenize(self, index: int) -> Sequence | None:
+        return tokenize_conversation(self.runner.tokenizer, self.conversations[index], self.cfg.max_len)
+
+    def _upcoming(self, count: int) -> list[int]:
+        """The indices of the next ``count`` conversations the run will read (the state untouched)."""
+        epoch, cursor = self.state.epoch, self.state.cursor
+        found: list[int] = []
+        while len(found) < count and self.conversations:
+            order = self._order(epoch)
+            take = order[cursor : cursor + count - len(found)]
+            found += take
+            epoch, cursor = (epoch + 1, 0) if cursor + len(take) >= len(order) else (epoch, cursor + len(take))
+        return found
+
     def _order(self, epoch: int) -> list[int]:
-        if getattr(self, "_order_epoch", None) != epoch:
+        """Epoch ``epoch``'s shuffled conversation indices (this epoch's and the next are kept)."""
+        orders = self._orders
+        if epoch not in orders:
             order = list(range(len(self.conversations)))
             random.Random(self.cfg.seed * 1000 + epoch).shuffle(order)
-            self._cached_order, self._order_epoch = order, epoch
-        return self._cached_order
+            for old in [e for e in orders if e < epoch - 1]:
+                del orders[old]
+            orders[epoch] = order
+        return orders[epoch]
 
     def _set_lr(self) -> None:
         cfg, step = self.cfg, self.state.step

@@ -196,3 +196,18 @@ def test_a_batched_run_counts_real_tokens_and_its_loss_falls(runner: TargetRunne
 def test_a_batch_or_accumulation_below_one_is_refused_with_its_fix() -> None:
     with pytest.raises(ConfigError, match="--batch 0"):
         TrainConfig(tokens=1000, batch=0)
+
+
+def test_the_conversations_fetched_ahead_across_epoch_ends_are_the_ones_the_run_reads(
+    runner: TargetRunner, tmp_path: Path
+) -> None:
+    trainer = Trainer(random_draft("eagle", runner), runner, conversations(), small_run(100, 100), tmp_path)
+    trainer.state.cursor = len(conversations()) - 1  # one left in epoch 0
+
+    ahead = trainer._upcoming(6)
+    read = [trainer._next_sequence() for _ in range(6)]
+
+    assert len(ahead) == 6 and trainer.state.epoch == 2  # 1 + 4 + 1 of the four conversations
+    for index, seq in zip(ahead, read, strict=True):
+        expected = tokenize_conversation(runner.tokenizer, conversations()[index], 512)
+        assert expected is not None and torch.equal(seq.ids, expected.ids)
