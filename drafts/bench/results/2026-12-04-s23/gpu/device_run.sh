@@ -12,7 +12,8 @@
 # Settings (environment): DEVICE (cuda), BATCH (gen batch, 256), GEN_MAX_S (150), OLD_RATIO (0.5),
 # LR (1e-4), TOPK (1.0), SEED (23), WORK (/tmp/gpu-work), MARGIN_S (45: packing and slack at the end),
 # LOAD_S (30: a trainer's start before its first step), TRAIN_BATCH (moa-train --batch, 1), ACCUM (--accum, 2)
-# (session 24: TRAIN_BATCH=16 ACCUM=1, the trainer's batched forward).
+# (session 24: TRAIN_BATCH=16 ACCUM=1, the trainer's batched forward), GEN_SHARE (0.25), GEN_TEMP (1.0), GEN_SEED (0)
+# (the answers' sampled share, temperature and seed: 1.0, 0.7, 1 for prepare_s24.py --answer-from/--answer-to).
 set -uo pipefail
 cd "$(dirname "$0")/../../../../.."  # the repository root
 ROOT=$PWD
@@ -71,7 +72,7 @@ log "answers for at most ${GEN_S}s at batch ${BATCH:-256}: $(wc -l < "$WORK/prom
 if [ "$GEN_S" -ge 30 ]; then
   timeout -k 15 "$GEN_S" python3 -m drafts.data.target_answers --out "$A" --prompts "$WORK/prompts.jsonl" \
     --device "$DEVICE" --batch-size "${BATCH:-256}" --max-new-tokens 256 --context 512 --max-user-turns 2 \
-    --sampled-share 0.25 --seed 0 --threads 4 --max-minutes "$(python3 -c "print(max(0.05, ($GEN_S - 25) / 60))")" \
+    --sampled-share "${GEN_SHARE:-0.25}" --temperature "${GEN_TEMP:-1.0}" --seed "${GEN_SEED:-0}" --threads 4 --max-minutes "$(python3 -c "print(max(0.05, ($GEN_S - 25) / 60))")" \
     > "$WORK/answers.log" 2>&1
   log "answers rc $?: $(tail -1 "$WORK/answers.log")"
 fi

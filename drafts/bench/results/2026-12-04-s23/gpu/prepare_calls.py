@@ -58,18 +58,30 @@ MiB = 2**20
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--out", type=Path, default=ROOT / ".gpu")
+    p = calls_parser(__doc__)
     p.add_argument("--new-from", type=int, required=True, help="the first committed answer line not trained on yet")
-    p.add_argument("--budget-mib", type=float, default=62.0, help="what one call may carry with the tree")
     p.add_argument("--seed", type=int, default=0, help="target_answers --seed (the order)")
     args = p.parse_args()
-    shutil.rmtree(args.out, ignore_errors=True)
-    staging = args.out / "staging"
-    staging.mkdir(parents=True)
+    staging = fresh_staging(args.out)
     prompts = write_train_prompts(staging / "prompts.jsonl.gz", args.seed)
     manifest: dict[str, Any] = {"prompts": prompts, "answers": write_answers(staging, args.new_from)}
     return pack(args.out, staging, manifest, args.budget_mib)
+
+
+def calls_parser(doc: str | None) -> argparse.ArgumentParser:
+    """--out (the calls' folder) and --budget-mib, every preparation's options."""
+    p = argparse.ArgumentParser(description=doc)
+    p.add_argument("--out", type=Path, default=ROOT / ".gpu")
+    p.add_argument("--budget-mib", type=float, default=62.0, help="what one call may carry with the tree")
+    return p
+
+
+def fresh_staging(out: Path) -> Path:
+    """``out`` emptied, and its staging folder (call 1's extras before ``pack``) made."""
+    shutil.rmtree(out, ignore_errors=True)
+    staging = out / "staging"
+    staging.mkdir(parents=True)
+    return staging
 
 
 def pack(out: Path, staging: Path, manifest: dict[str, Any], budget_mib: float) -> int:
@@ -108,7 +120,7 @@ def write_train_prompts(path: Path, seed: int) -> dict[str, object]:
     assert not held & {c.id for c in chosen}, "a held-out conversation among the prompts"
     plain = path.with_suffix("")
     count = write_prompts(plain, chosen)
-    _gzip(plain, path)
+    gzip_and_remove(plain, path)
     return {"conversations": count, "seed": seed, "skipped_answered": len(answered), "heldout_checked": len(held)}
 
 
@@ -148,7 +160,7 @@ def _all_answer_lines() -> list[str]:
         return [line for line in file if line.strip()] + _local_lines()
 
 
-def _gzip(plain: Path, path: Path) -> None:
+def gzip_and_remove(plain: Path, path: Path) -> None:
     with plain.open("rb") as src, gzip.open(path, "wb", compresslevel=9) as dst:
         shutil.copyfileobj(src, dst)
     plain.unlink()
