@@ -5,7 +5,7 @@ session's data: every greedy answer as ``answers-old.jsonl.gz`` and every T = 0.
 seed-1 order for the device to answer at T = 0.7: the train split has no unanswered question, so session 24's
 device only trained). Run it on main, then session 23's ``device_branch.sh`` and calls (README.md here).
 
-    python drafts/bench/results/2026-12-04-s24/gpu/prepare_s24.py [--answer-from 2500 --answer-to 8000] [--budget-mib M]
+    python drafts/bench/results/2026-12-04-s24/gpu/prepare_s24.py [--answer-from 4000 --answer-to 8000] [--budget-mib M]
 """
 
 from __future__ import annotations
