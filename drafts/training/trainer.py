@@ -6,7 +6,8 @@ follows the further along of the two, so a timed run on unknown hardware still e
 
 A forward pass takes ``batch`` sequences, right-padded (the padding off the loss mask; the target's
 activations of the batch from one pass, each sequence's its own alone's); ``accum`` passes make an
-optimizer step. On a GPU batch 1 is launch-bound (16 ran ~4.6x faster on an H200); on a CPU keep 1.
+optimizer step. On a GPU batch 1 is launch-bound (16 ran ~4.6x faster on an H200); on a CPU keep 1
+(batch 4 ran at ~0.7x batch 1's tokens/s on one core here).
 
 The run is a pure function of its configuration: the data order comes from the seed, the random
 draws (verification periods, staircase masks, EAGLE's noise) from one saved generator, so an
