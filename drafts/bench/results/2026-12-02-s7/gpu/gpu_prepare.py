@@ -56,10 +56,7 @@ def main() -> int:
     manifest: dict[str, Any] = {"prompts": prompts}
     fetch_wheels(staging)
     gguf = smollm2_gguf()
-    manifest["gguf"] = {"name": gguf.name, "bytes": gguf.stat().st_size, "sha256": file_sha256(gguf)}
-    loaded = load_target("smollm2", torch.device("cpu"), torch.float32)
-    manifest["weights_sha256"] = weights_sha256(loaded.model)
-    manifest["fingerprint"] = loaded.fingerprint.to_dict()
+    manifest |= target_checks(gguf)
     free = args.budget_mib * MiB - tree_bytes()
     extras = sum(f.stat().st_size for f in staging.iterdir()) + 4096
     calls = math.ceil((gguf.stat().st_size + extras) / free)
@@ -73,6 +70,17 @@ def main() -> int:
     (args.out / f"call{calls}" / "manifest.json").write_text(json.dumps(manifest, indent=2))
     print(json.dumps({"calls": calls, "tree_mib": round(tree_bytes() / MiB, 1), "parts": parts}, indent=1))
     return 0
+
+
+def target_checks(gguf: Path) -> dict[str, Any]:
+    """What the device checks its target against: the GGUF's SHA-256, the converted fp32 weights' (as
+    ``moa-bench`` loads them here) and the fingerprint."""
+    loaded = load_target("smollm2", torch.device("cpu"), torch.float32)
+    return {
+        "gguf": {"name": gguf.name, "bytes": gguf.stat().st_size, "sha256": file_sha256(gguf)},
+        "weights_sha256": weights_sha256(loaded.model),
+        "fingerprint": loaded.fingerprint.to_dict(),
+    }
 
 
 def write_train_prompts(path: Path, limit: int, seed: int) -> dict[str, object]:

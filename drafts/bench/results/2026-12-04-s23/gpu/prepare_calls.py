@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import math
 import shutil
@@ -28,18 +27,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import torch
-
 ROOT = Path(__file__).resolve().parents[5]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "drafts/bench/results/2026-12-02-s7/gpu"))  # gpu_check_target
+sys.path.insert(0, str(ROOT / "drafts/bench/results/2026-12-02-s7/gpu"))  # session 7's scripts
 
-from gpu_check_target import weights_sha256  # noqa: E402
+from gpu_prepare import split, target_checks  # noqa: E402  (session 7's: the GGUF in parts, its checksum)
 
 from drafts.data.sharegpt import load_sharegpt  # noqa: E402
 from drafts.data.target_answers import shuffled, write_prompts  # noqa: E402
 from drafts.locations import smollm2_gguf  # noqa: E402
-from drafts.target.loading import load_target  # noqa: E402
 
 SHIPPED_ANSWERS = ROOT / "drafts/data/generated/smollm2-answers.jsonl.gz"
 SHIPPED_DRAFTS = ROOT / "drafts/checkpoints/smollm2-135m-instruct"
@@ -90,10 +86,7 @@ def pack(out: Path, staging: Path, manifest: dict[str, Any], budget_mib: float) 
     copy_drafts(staging)
     fetch_wheels(staging)
     gguf = smollm2_gguf()
-    manifest["gguf"] = {"name": gguf.name, "bytes": gguf.stat().st_size, "sha256": file_sha256(gguf)}
-    loaded = load_target("smollm2", torch.device("cpu"), torch.float32)
-    manifest["weights_sha256"] = weights_sha256(loaded.model)
-    manifest["fingerprint"] = loaded.fingerprint.to_dict()
+    manifest |= target_checks(gguf)
     if tree_bytes() > 8 * MiB:
         raise SystemExit(
             f"the device branch's tree would be {tree_bytes() / MiB:.0f} MiB: check device_branch.sh's rule"
@@ -175,23 +168,6 @@ def fetch_wheels(into: Path) -> None:
     )  # fmt: skip
 
 
-def split(gguf: Path, calls: int, first_room: float, args_out: Path) -> list[dict[str, object]]:
-    """The GGUF in ``calls`` parts, call 1's smaller by the extras it carries; [{call, name, bytes}]."""
-    size = gguf.stat().st_size
-    rest = math.ceil((size - min(first_room, size / calls)) / max(1, calls - 1)) if calls > 1 else size
-    first = size - rest * (calls - 1)
-    parts = []
-    with gguf.open("rb") as src:
-        for n in range(1, calls + 1):
-            folder = args_out / f"call{n}"
-            folder.mkdir(parents=True, exist_ok=True)
-            name = f"{gguf.name}.part{n}"
-            data = src.read(first if n == 1 else rest)
-            (folder / name).write_bytes(data)
-            parts.append({"call": n, "name": name, "bytes": len(data)})
-    return parts
-
-
 def tree_bytes() -> int:
     """What will travel besides carry: the device branch's files (device_branch.sh's rule), untracked ones too."""
     out = subprocess.run(
@@ -208,14 +184,6 @@ def _dropped(name: str) -> bool:
         return False
     generated = name.startswith("drafts/data/generated/") and name.endswith(".gz")
     return name.startswith(("drafts/bench/results/", "drafts/checkpoints/")) or generated
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        for block in iter(lambda: file.read(MiB), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 if __name__ == "__main__":

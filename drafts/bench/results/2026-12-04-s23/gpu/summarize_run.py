@@ -5,13 +5,13 @@ python summarize_run.py WORK OUT MINUTES GEN_S BUDGET_S ELAPSED_S   (session 23:
 
 from __future__ import annotations
 
-import gzip
 import json
-import re
 import sys
 from pathlib import Path
 
-MAX_BACK = 15 * 2**20  # bytes: a returned file may be 16 MiB
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "2026-12-02-s7/gpu"))  # travels with this folder
+
+from gpu_summarize import _answers, _json, _last_rate, _lines  # noqa: E402  (session 7's, shared)
 
 
 def main(work: Path, out: Path, minutes: float, gen_s: int, budget_s: int, elapsed_s: int) -> int:
@@ -31,43 +31,12 @@ def main(work: Path, out: Path, minutes: float, gen_s: int, budget_s: int, elaps
     return 0
 
 
-def _json(path: Path) -> dict:
-    return json.loads(path.read_text()) if path.is_file() else {}
-
-
-def _answers(answers: Path, log: Path, back: Path, gen_s: int) -> dict:
-    lines = [x for x in answers.read_text(encoding="utf-8").split("\n") if x.strip()] if answers.is_file() else []
-    kept = 0
-    with gzip.open(back, "wt", encoding="utf-8") as file:
-        for line in lines:
-            if back.stat().st_size > MAX_BACK:  # the compressed size so far (flushed in blocks): stop short
-                break
-            file.write(line + "\n")
-            kept += 1
-    done = [row for row in _lines(log) if row.startswith("target_answers: done")]
-    return {
-        "seconds": gen_s,
-        "conversations": len(lines),
-        "brought_back": kept,
-        "done_line": done[-1] if done else None,
-    }
-
-
 def _trained(folder: Path, log: Path) -> dict:
     config = _json(folder / "config.json")
     state = config.get("training", {}).get("state", {})
     done = [row for row in _lines(log) if row.startswith("moa-train: done")]
     return {"tokens_seen": state.get("tokens_seen"), "steps": state.get("step"), "wall_s": state.get("wall_s"),
             "tok_s": _last_rate(log), "done_line": done[-1] if done else None}  # fmt: skip
-
-
-def _last_rate(log: Path) -> int | None:
-    rates = re.findall(r"(\d+) tok/s", log.read_text(errors="replace")) if log.is_file() else []
-    return int(rates[-1]) if rates else None
-
-
-def _lines(path: Path) -> list[str]:
-    return path.read_text(errors="replace").replace("\r", "\n").splitlines() if path.is_file() else []
 
 
 if __name__ == "__main__":
