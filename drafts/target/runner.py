@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from drafts.errors import ContextOverflowError
 from drafts.target.activations import NOTHING, ActivationRequest, Activations
@@ -99,9 +100,8 @@ class TargetRunner:
         (equal up to the rounding of a different batch shape)."""
         lengths = [len(tokens) for tokens in sequences]
         self._check_room(max(lengths))
-        ids = torch.zeros(len(sequences), max(lengths), dtype=torch.long, device=self.device)  # (B, T), 0-padded
-        for b, tokens in enumerate(sequences):
-            ids[b, : lengths[b]] = torch.tensor(list(tokens), device=self.device)
+        rows = [torch.tensor(list(tokens)) for tokens in sequences]
+        ids = pad_sequence(rows, batch_first=True).to(self.device)  # (B, T), 0-padded: one copy to the device
         cache = GrowingCache()
         kwargs: dict[str, Any] = {"output_hidden_states": True} if request.hidden_layers else {}
         out = self.model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1, **kwargs)
