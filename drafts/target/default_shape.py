@@ -2,10 +2,10 @@
 
 A round drafts a chain of G tokens, or an EAGLE-2 tree, and the target verifies its positions in one
 forward. Whether a wider draft pays depends on what that forward costs against a one-token step. On a CPU
-with the packed target (:mod:`drafts.target.packed_linear`, the CPU float32 default) a verify of 3-9
-positions costs 1.4-1.6 steps, so a *small tree* pays: it keeps several candidates where the draft's top-1
-is wrong. The shipped MoA draft (int8, as the app runs it), interleaved per prompt against ``ar``
-(sharegpt-heldout, T=0, 8 x 96, one thread on a shared core;
+with the packed target (:mod:`drafts.target.packed_linear`, the CPU float32 default) a verify of 5-9
+positions costs 1.1-1.3 steps (1.5-1.7 before session 25 laid the weights out for verify rows), so a *small
+tree* pays: it keeps several candidates where the draft's top-1 is wrong. The shipped MoA draft (int8, as
+the app runs it), interleaved per prompt against ``ar`` (sharegpt-heldout, T=0, 8 x 96, one thread on a shared core;
 ``drafts/bench/results/2026-12-02-s8/cpu-shapes``), CPU-time speedup over ``ar`` in three runs: tree 3,4,8
 1.21x / 1.18x / 1.15x (tau 1.94), tree 3,2,4 1.18x / 1.17x / 1.15x (tau 1.76), chain 2 1.05x / 1.05x / 1.01x
 (tau 1.50), chain 3 0.99x / 1.00x; with the MoA shipped in session 8, tree 3,4,8 1.34x (tau 2.09), 3,2,4
@@ -14,7 +14,10 @@ is wrong. The shipped MoA draft (int8, as the app runs it), interleaved per prom
 faster packed layers, whose ``ar`` step fell from 49.0 to 37.9 ms: ``2026-12-02-s12/cpu-speed``): tree 3,4,8
 1.17x / 1.13x (tau 2.18), the small trees 2,3,6 / 3,3,6 / 3,4,6 / 4,4,8 / 4,4,10 within each other's noise
 (1.08-1.23x, reordering between runs), chain 2 1.09x / 1.08x; each shape's round timed alone puts 3,4,8 first
-(1.28x modelled, 4,4,10 1.27x, 3,4,6 1.25x), so it stays. Elsewhere (dense layers, a GPU) the chain stays 4.
+(1.28x modelled, 4,4,10 1.27x, 3,4,6 1.25x), so it stays. Session 25 (the session-24 MoA, the weights laid out
+for verify rows, a 2-core Xeon; ``2026-12-04-s25/cpu-shapes`` and ``cpu-speed``, 16 x 96, two runs): tree
+3,4,8 1.59x / 1.61x (tau 2.52), 4,4,10 1.60x / 1.60x, chain 3 1.57x / 1.58x, chain 4 and 5 1.54x, 4,6,12
+1.54x, 5,8,16 1.49x, 6,8,20 1.42x: 3,4,8 stays. Elsewhere (dense layers, a GPU) the chain stays 4.
 
 Used by ``moa-bench`` (no ``--chain`` or ``--tree``) and by the app's settings (``chain = 0``: the local engine's
 default).

@@ -29,6 +29,7 @@ from torch import nn
 from drafts.errors import ConfigError
 
 LINEAR_CHOICES = ("auto", "packed", "dense")
+PACK_ROWS = 64  # the input rows oneDNN lays a packed weight out for; 16-300 measured alike
 Linear = Literal["packed", "dense"]
 
 
@@ -62,7 +63,7 @@ class PackedLinear(nn.Module):
     def __init__(self, linear: nn.Linear, keep_dense: bool = True) -> None:
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
-        self.packed_weight = linear.weight.detach().to_mkldnn()  # (out, in) in oneDNN's layout
+        self.packed_weight = _laid_out_for_rows(linear.weight.detach())  # (out, in) in oneDNN's blocked layout
         self.packed_bias = linear.bias.detach().to_mkldnn() if linear.bias is not None else None
         if keep_dense:
             self.weight, self.bias = linear.weight, linear.bias
@@ -73,13 +74,27 @@ class PackedLinear(nn.Module):
                 "the target's packed Linear layers run inference only (no autograd); "
                 "load the target with linear='dense' to train through it"
             )
-        # Dense rows in and out: the same oneDNN product as mkldnn_linear over to_mkldnn() rows, bit for bit, without
-        # converting the rows and the result on every call: SmolLM2's one-token step 49.0 -> 37.9 ms of CPU, a 9-node
-        # tree verify 73.8 -> 62.9 ms (drafts/bench/results/2026-12-02-s12/cpu-speed/round-parts-int8.json).
+        # Dense rows in and out, not converted to and from oneDNN's tensors on every call: SmolLM2's one-token step
+        # 49.0 -> 37.9 ms of CPU, a 9-node tree verify 73.8 -> 62.9 ms on session 12's EPYC
+        # (drafts/bench/results/2026-12-02-s12/cpu-speed/round-parts-int8.json).
         return torch.ops.mkldnn._linear_pointwise(x, self.packed_weight, self.packed_bias, "none", [], "")
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, packed=oneDNN"
+
+
+def _laid_out_for_rows(weight: torch.Tensor) -> torch.Tensor:
+    """``weight`` in the blocked layout oneDNN's product wants for up to :data:`PACK_ROWS` rows of input.
+
+    ``to_mkldnn()``'s plain layout made oneDNN re-lay the weight out on every multi-row call: on this
+    project's 2-core Xeon (AVX-512, one thread, SmolLM2-135M at a 300-token context) a 9-position tree
+    verify 112 -> 86 ms, a 5-position chain 104 -> 75 ms, one token 68 -> 66 ms, a 300-token prefill no
+    slower (``drafts/bench/results/2026-12-04-s25/packed-layout/``). The same fp32 products, rounded per
+    row as the kernel blocks them: each row of a verify gets the bits it gets alone wherever the input
+    width is 576, as before only mostly.
+    """
+    reorder = getattr(torch.ops.mkldnn, "_reorder_linear_weight", None)
+    return weight.to_mkldnn() if reorder is None else reorder(weight, PACK_ROWS)
 
 
 def pack_linear_layers(model: nn.Module) -> nn.Module:

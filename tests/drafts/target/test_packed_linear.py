@@ -9,7 +9,7 @@ from drafts.decoding.autoregressive import generate_autoregressive
 from drafts.decoding.config import DecodeConfig
 from drafts.errors import ConfigError
 from drafts.neural.target_parts import TargetParts
-from drafts.target.packed_linear import PackedLinear, pack_linear_layers, resolve_linear
+from drafts.target.packed_linear import PACK_ROWS, PackedLinear, pack_linear_layers, resolve_linear
 from tests.tiny_drafts import tiny_llama, tiny_target_runner
 
 pytestmark = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="needs oneDNN")
@@ -27,17 +27,29 @@ def test_a_packed_linear_computes_the_dense_one() -> None:
         assert packed(x).shape == (2, 5, 80)
 
 
-def test_a_packed_linear_gives_the_bits_of_onednns_linear_over_mkldnn_rows() -> None:
-    """The dense-in, dense-out product is the oneDNN one the target ran before (rows converted each call)."""
+def test_a_packed_linear_gives_any_input_shape_the_bits_of_the_two_dimensional_product() -> None:
+    """(batch, positions, in) and non-contiguous inputs get the product of their rows, with or without a bias."""
     torch.manual_seed(0)
     for bias in (True, False):
-        dense = torch.nn.Linear(576, 192, bias=bias)
-        packed = PackedLinear(dense)
+        packed = PackedLinear(torch.nn.Linear(576, 192, bias=bias))
         for x in (torch.randn(1, 1, 576), torch.randn(1, 9, 576), torch.randn(9, 3, 576).transpose(0, 1)):
             with torch.inference_mode():
-                rows = x.reshape(-1, 576).contiguous().to_mkldnn()
-                before = torch._C._nn.mkldnn_linear(rows, packed.packed_weight, packed.packed_bias).to_dense()
-                assert torch.equal(packed(x), before.reshape(*x.shape[:-1], 192))
+                rows = packed(x.reshape(-1, 576).contiguous())
+                assert torch.equal(packed(x), rows.reshape(*x.shape[:-1], 192))
+
+
+def test_a_packed_weight_is_laid_out_once_for_verify_rows() -> None:
+    """The weight oneDNN multiplies is the blocked one laid out for PACK_ROWS rows, not the plain copy
+    that oneDNN would re-lay out on every multi-row call."""
+    torch.manual_seed(0)
+    dense = torch.nn.Linear(576, 192, bias=False)
+    packed = PackedLinear(dense)
+    laid_out = torch.ops.mkldnn._reorder_linear_weight(dense.weight.detach(), PACK_ROWS)
+    x = torch.randn(9, 576)
+    with torch.inference_mode():
+        expected = torch.ops.mkldnn._linear_pointwise(x, laid_out, None, "none", [], "")
+        assert torch.equal(packed(x), expected)
+        assert torch.allclose(packed(x), dense(x), atol=1e-4)
 
 
 def test_a_packed_target_keeps_its_logits_and_its_greedy_output() -> None:
