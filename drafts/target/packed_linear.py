@@ -4,7 +4,8 @@ PyTorch's dense CPU Linear re-lays-out (packs) its weight on every call with mor
 so on this kind of CPU a verify of 2-5 tokens cost 1.5-2x a one-token step although the weights
 are read once either way. A weight packed once for oneDNN (``torch._C._nn.mkldnn_linear``) skips
 that: measured on a loaded 2-core EPYC with SmolLM2-135M (300-token context, one thread, interleaved
-medians): one token 248 -> 112 ms, two 367 -> 167 ms, five 506 -> 168 ms.
+medians): one token 248 -> 112 ms, two 367 -> 167 ms, five 506 -> 168 ms. Each weight is laid out once for
+the rows a verify brings (:func:`_laid_out_for_rows`), not handed over plain for oneDNN to re-lay out.
 
 Which layers a target runs is one decision, :func:`resolve_linear`, made once where the target loads
 (:func:`drafts.target.loading.load_target`): ``auto`` is ``packed`` on a CPU in float32 with oneDNN,
@@ -86,12 +87,12 @@ class PackedLinear(nn.Module):
 def _laid_out_for_rows(weight: torch.Tensor) -> torch.Tensor:
     """``weight`` in the blocked layout oneDNN's product wants for up to :data:`PACK_ROWS` rows of input.
 
-    ``to_mkldnn()``'s plain layout made oneDNN re-lay the weight out on every multi-row call: on this
-    project's 2-core Xeon (AVX-512, one thread, SmolLM2-135M at a 300-token context) a 9-position tree
-    verify 112 -> 86 ms, a 5-position chain 104 -> 75 ms, one token 68 -> 66 ms, a 300-token prefill no
-    slower (``drafts/bench/results/2026-12-04-s25/packed-layout/``). The same fp32 products, rounded per
-    row as the kernel blocks them: each row of a verify gets the bits it gets alone wherever the input
-    width is 576, as before only mostly.
+    ``to_mkldnn()``'s plain layout (sessions 7-24) made oneDNN re-lay the weight out on every multi-row
+    call. On this project's 2-core Xeon (AVX-512, one thread, SmolLM2-135M at a 300-token context, thread
+    CPU time): a 9-position tree verify 104.6 -> 83.2 ms, a 5-position chain 97.6 -> 71.9 ms, one token
+    63.0 -> 63.5 ms, a 300-token prefill 3 % cheaper (``drafts/bench/results/2026-12-04-s25/packed-layout/``).
+    The same fp32 products, rounded as the kernel blocks them: where the input width is 576 each row of a
+    verify now gets the bits it gets alone (the plain layout's rows differed in the last bits).
     """
     reorder = getattr(torch.ops.mkldnn, "_reorder_linear_weight", None)
     return weight.to_mkldnn() if reorder is None else reorder(weight, PACK_ROWS)
