@@ -25,6 +25,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 from drafts.errors import ModelLoadError, UnsupportedArchitectureError
 from drafts.locations import converted_models_dir, package_file, smollm2_gguf
 from drafts.target.gguf_cache import converted
+from drafts.target.grouped_attention import attention_implementation
 from drafts.target.packed_linear import Linear, pack_linear_layers, resolve_linear
 
 DEFAULT_TARGET = "smollm2"
@@ -115,7 +116,8 @@ def _tokenizer_from_pretrained(source: str, spec: str) -> Any:
 
 def _from_pretrained(source: str, spec: str, dtype: torch.dtype) -> PreTrainedModel:
     try:
-        return AutoModelForCausalLM.from_pretrained(source, dtype=dtype, attn_implementation="sdpa")
+        attention = attention_implementation()  # sdpa, with masked CPU calls' K/V heads left grouped
+        return AutoModelForCausalLM.from_pretrained(source, dtype=dtype, attn_implementation=attention)
     except (OSError, ValueError) as exc:
         raise _load_error(f"target {spec!r}", exc) from exc
 

@@ -1,0 +1,72 @@
+"""Session 25: the target's grouped attention (``drafts/target/grouped_attention.py``) against transformers' sdpa,
+interleaved in one process, as ``../packed-layout/layout_ab.py`` (its forwards and context).
+
+Two SmolLM2-135M targets loaded packed, one put back on transformers' ``sdpa``; each after the same 300-token
+prefill; each rep times one forward of 1 token, a 5-token chain, the 9-node tree 3,4,8 and a 17-node tree in thread
+CPU time, the two taking turns. Medians in ms, and whether the logits are equal bit for bit.
+
+    taskset -c 1 env HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 python3 \
+        drafts/bench/results/2026-12-04-s25/grouped-attention/attention_ab.py --json OUT.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packed-layout"))
+from layout_ab import CONTEXT, TREES, forward  # noqa: E402  (this session's layout A/B, from its folder)
+
+from drafts.target.loading import load_target  # noqa: E402
+from drafts.target.runner import TargetRunner  # noqa: E402
+
+KEYS = ("grouped", "sdpa")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--json", type=Path, required=True)
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    runners = {key: TargetRunner(load_target(None, torch.device("cpu"), torch.float32, "packed")) for key in KEYS}
+    runners["sdpa"].model.set_attn_implementation("sdpa")
+    sessions = {}
+    for key, runner in runners.items():
+        sessions[key] = runner.new_session()
+        runner.extend(sessions[key], CONTEXT)
+        runner.commit(sessions[key])
+    ms: dict[str, dict[str, list[float]]] = {part: {key: [] for key in KEYS} for part in TREES}
+    equal = dict.fromkeys(TREES, True)
+    for rep in range(args.reps + 2):  # two warm-up reps
+        for part in TREES:
+            outs = {}
+            for key in KEYS if rep % 2 == 0 else KEYS[::-1]:
+                start = time.process_time()
+                outs[key] = forward(runners[key], sessions[key], part)
+                if rep >= 2:
+                    ms[part][key].append((time.process_time() - start) * 1e3)
+            equal[part] = equal[part] and torch.equal(outs["grouped"], outs["sdpa"])
+    table = {
+        part: {key: statistics.median(v) for key, v in row.items()} | {"bits_equal": equal[part]}
+        for part, row in ms.items()
+    }
+    print("| forward | transformers' sdpa ms | grouped ms | grouped / sdpa | logits equal bit for bit |")
+    print("|---|---|---|---|---|")
+    for part, row in table.items():
+        print(
+            f"| {part} | {row['sdpa']:.1f} | {row['grouped']:.1f} | {row['grouped'] / row['sdpa']:.3f} "
+            f"| {row['bits_equal']} |"
+        )
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"reps": args.reps, "ms_median": table, "ms": ms}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
