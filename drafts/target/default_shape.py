@@ -26,9 +26,11 @@ The remote engine's default is a tree, chosen by where the verifier runs (Welcom
 ``capabilities.device_kind``; a server that does not say is taken for a CPU): over 4g and lan
 (``drafts/bench/results/2026-12-02-s7/remote``, shipped MoA, T=0), round trips per 100 tokens are chain
 4 68.8 / 71.4 (humaneval / sharegpt), tree 4,4,16 54.2 / 58.3, tree 6,10,60 46.9 / 49.0. On a CPU
-verifier a 61-node verify costs 3.8 one-token steps and 17 nodes 1.8, so 4,4,16 gives the most tokens
-per second (0.69-0.77x API streaming against chain 4's 0.55x); on a GPU a 100-node verify costs about
-one step, so a wide tree (fewest round trips) is best. The settings ask for it with :data:`VERIFIER_DEFAULT`.
+verifier a 61-node verify costs 3.8 one-token steps and 17 nodes 1.8 (1.6 since session 25), so 4,4,16
+gives the most tokens per second (0.69-0.77x API streaming against chain 4's 0.55x; session 25, the s24
+MoA on 4g: rounds 0.78-0.83x, 6,10,60 0.55-0.65x, chain 4 0.71-0.74x, and the stream at 4,4,16
+1.02-1.13x, ``2026-12-04-s25/remote``); on a GPU a 100-node verify costs about one step, so a wide tree
+(fewest round trips) is best. The settings ask for it with :data:`VERIFIER_DEFAULT`.
 
 The GPU tree is 6,10,100 (``drafts/bench/results/2026-12-02-s8/trees`` and ``remote-s8``, T=0): it drafts
 as cheaply as 6,10,60 (the same 6 levels of a 10-node frontier; only the final pick keeps more nodes) for
