@@ -24,7 +24,7 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 
 NAME = "moa_grouped_sdpa"
-_GROUPED_KERNEL = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")  # torch >= 2.5
+_GROUPED_KERNEL = torch.__version__ >= "2.5"  # scaled_dot_product_attention(enable_gqa=...)
 
 
 def grouped_sdpa(

@@ -15,13 +15,12 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packed-layout"))
-from layout_ab import CONTEXT, TREES, forward  # noqa: E402  (this session's layout A/B, from its folder)
+from layout_ab import TREES, interleaved  # noqa: E402  (this session's layout A/B, from its folder)
 
 from drafts.target.loading import load_target  # noqa: E402
 from drafts.target.runner import TargetRunner  # noqa: E402
@@ -37,22 +36,7 @@ def main() -> None:
     torch.set_num_threads(1)
     runners = {key: TargetRunner(load_target(None, torch.device("cpu"), torch.float32, "packed")) for key in KEYS}
     runners["sdpa"].model.set_attn_implementation("sdpa")
-    sessions = {}
-    for key, runner in runners.items():
-        sessions[key] = runner.new_session()
-        runner.extend(sessions[key], CONTEXT)
-        runner.commit(sessions[key])
-    ms: dict[str, dict[str, list[float]]] = {part: {key: [] for key in KEYS} for part in TREES}
-    equal = dict.fromkeys(TREES, True)
-    for rep in range(args.reps + 2):  # two warm-up reps
-        for part in TREES:
-            outs = {}
-            for key in KEYS if rep % 2 == 0 else KEYS[::-1]:
-                start = time.process_time()
-                outs[key] = forward(runners[key], sessions[key], part)
-                if rep >= 2:
-                    ms[part][key].append((time.process_time() - start) * 1e3)
-            equal[part] = equal[part] and torch.equal(outs["grouped"], outs["sdpa"])
+    ms, equal = interleaved(runners, list(TREES), args.reps, lambda o: torch.equal(o["grouped"], o["sdpa"]))
     table = {
         part: {key: statistics.median(v) for key, v in row.items()} | {"bits_equal": equal[part]}
         for part, row in ms.items()

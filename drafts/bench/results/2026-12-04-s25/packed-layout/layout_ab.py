@@ -16,6 +16,7 @@ import argparse
 import json
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -62,6 +63,37 @@ def prefill(runner: TargetRunner) -> torch.Tensor:
     return runner.extend(session, CONTEXT, last_only=True)
 
 
+def prefilled(runner: TargetRunner) -> TargetSession:
+    session = runner.new_session()
+    runner.extend(session, CONTEXT)
+    runner.commit(session)
+    return session
+
+
+def interleaved(
+    runners: dict[str, TargetRunner], parts: list[str], reps: int, same: Callable[[dict[str, torch.Tensor]], bool]
+) -> tuple[dict[str, dict[str, list[float]]], dict[str, bool]]:
+    """Each part (a TREES key or "prefill 300") run by every runner in turn, the order alternating per rep,
+    after two warm-up reps: thread CPU ms per part and runner, and whether ``same`` held for the outputs
+    of every rep."""
+    sessions = {key: prefilled(runner) for key, runner in runners.items()}
+    ms: dict[str, dict[str, list[float]]] = {part: {key: [] for key in runners} for part in parts}
+    held = dict.fromkeys(parts, True)
+    for rep in range(reps + 2):
+        for part in parts:
+            outs = {}
+            for key in list(runners) if rep % 2 == 0 else list(runners)[::-1]:
+                start = time.process_time()
+                if part == "prefill 300":
+                    outs[key] = prefill(runners[key])
+                else:
+                    outs[key] = forward(runners[key], sessions[key], part)
+                if rep >= 2:
+                    ms[part][key].append((time.process_time() - start) * 1e3)
+            held[part] = held[part] and same(outs)
+    return ms, held
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--reps", type=int, default=15)
@@ -70,28 +102,12 @@ def main() -> None:
     torch.set_num_threads(1)
     layouts = {key: TargetRunner(load_target(None, torch.device("cpu"), torch.float32, "packed")) for key in KEYS}
     plain_layout(layouts["plain"])
-    sessions = {}
-    for key, runner in layouts.items():
-        sessions[key] = runner.new_session()
-        runner.extend(sessions[key], CONTEXT)
-        runner.commit(sessions[key])
-    parts = [*TREES, "prefill 300"]
-    ms: dict[str, dict[str, list[float]]] = {part: {key: [] for key in layouts} for part in parts}
-    agree: dict[str, bool] = {}
-    for rep in range(args.reps + 2):  # two warm-up reps
-        for part in parts:
-            keys = list(layouts) if rep % 2 == 0 else list(layouts)[::-1]
-            outs = {}
-            for key in keys:
-                start = time.process_time()
-                if part == "prefill 300":
-                    outs[key] = prefill(layouts[key])
-                else:
-                    outs[key] = forward(layouts[key], sessions[key], part)
-                if rep >= 2:
-                    ms[part][key].append((time.process_time() - start) * 1e3)
-            same = torch.equal(outs["rows64"].argmax(-1), outs["plain"].argmax(-1))
-            agree[part] = agree.get(part, True) and same
+    ms, agree = interleaved(
+        layouts,
+        [*TREES, "prefill 300"],
+        args.reps,
+        lambda o: torch.equal(o["rows64"].argmax(-1), o["plain"].argmax(-1)),
+    )
     table = {
         part: {key: statistics.median(v) for key, v in values.items()} | {"argmax_agree": agree[part]}
         for part, values in ms.items()
