@@ -12,15 +12,13 @@ CPU time, the two taking turns. Medians in ms, and whether the logits are equal 
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packed-layout"))
-from layout_ab import TREES, interleaved  # noqa: E402  (this session's layout A/B, from its folder)
+from layout_ab import TREES, interleaved, medians, write_json  # noqa: E402  (this session's layout A/B, from its folder)
 
 from drafts.target.loading import load_target  # noqa: E402
 from drafts.target.runner import TargetRunner  # noqa: E402
@@ -37,10 +35,7 @@ def main() -> None:
     runners = {key: TargetRunner(load_target(None, torch.device("cpu"), torch.float32, "packed")) for key in KEYS}
     runners["sdpa"].model.set_attn_implementation("sdpa")
     ms, equal = interleaved(runners, list(TREES), args.reps, lambda o: torch.equal(o["grouped"], o["sdpa"]))
-    table = {
-        part: {key: statistics.median(v) for key, v in row.items()} | {"bits_equal": equal[part]}
-        for part, row in ms.items()
-    }
+    table = medians(ms, equal, "bits_equal")
     print("| forward | transformers' sdpa ms | grouped ms | grouped / sdpa | logits equal bit for bit |")
     print("|---|---|---|---|---|")
     for part, row in table.items():
@@ -48,8 +43,7 @@ def main() -> None:
             f"| {part} | {row['sdpa']:.1f} | {row['grouped']:.1f} | {row['grouped'] / row['sdpa']:.3f} "
             f"| {row['bits_equal']} |"
         )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"reps": args.reps, "ms_median": table, "ms": ms}, indent=1))
+    write_json(args.json, args.reps, table, ms)
 
 
 if __name__ == "__main__":

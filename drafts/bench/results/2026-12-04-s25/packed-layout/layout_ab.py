@@ -18,6 +18,7 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -94,6 +95,18 @@ def interleaved(
     return ms, held
 
 
+def medians(ms: dict[str, dict[str, list[float]]], held: dict[str, bool], flag: str) -> dict[str, dict[str, Any]]:
+    """Per part: each runner's median ms, and ``flag``: whether the outputs' check held every rep."""
+    return {
+        part: {key: statistics.median(v) for key, v in row.items()} | {flag: held[part]} for part, row in ms.items()
+    }
+
+
+def write_json(path: Path, reps: int, table: dict[str, dict[str, Any]], ms: dict[str, dict[str, list[float]]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"reps": reps, "ms_median": table, "ms": ms}, indent=1))
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--reps", type=int, default=15)
@@ -108,10 +121,7 @@ def main() -> None:
         args.reps,
         lambda o: torch.equal(o["rows64"].argmax(-1), o["plain"].argmax(-1)),
     )
-    table = {
-        part: {key: statistics.median(v) for key, v in values.items()} | {"argmax_agree": agree[part]}
-        for part, values in ms.items()
-    }
+    table = medians(ms, agree, "argmax_agree")
     step = table["1"]
     print(HEADER)
     print("|---|---|---|---|---|---|")
@@ -120,8 +130,7 @@ def main() -> None:
             f"| {part} | {row['plain']:.1f} | {row['rows64']:.1f} | {row['rows64'] / row['plain']:.3f} "
             f"| {row['plain'] / step['plain']:.2f} -> {row['rows64'] / step['rows64']:.2f} | {row['argmax_agree']} |"
         )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"reps": args.reps, "ms_median": table, "ms": ms}, indent=1))
+    write_json(args.json, args.reps, table, ms)
 
 
 if __name__ == "__main__":
