@@ -1,0 +1,59 @@
+"""Append the T = 0.7 generators' new lines to the committed answers file (sessions 25-26): the committed
+prefix checked (each generator's first KNOWN lines must all be committed), ids deduped, whole lines only.
+
+    python3 drafts/bench/results/loop/append_t07.py --known-a 4750 --known-b 2919          # dry run: what it adds
+    python3 drafts/bench/results/loop/append_t07.py --known-a 4750 --known-b 2919 --write  # rewrite the .gz
+
+KNOWN: how many lines of runs/answers-t07.jsonl (A) and runs/answers-t07b.jsonl (B) were committed before; after an
+append, the new counts are those files' line counts (`wc -l`). New lines go after the committed ones, A's then B's.
+"""
+
+import argparse
+import gzip
+import json
+
+GZ = "drafts/data/generated/smollm2-answers-t07.jsonl.gz"
+SOURCES = (("A", "runs/answers-t07.jsonl"), ("B", "runs/answers-t07b.jsonl"))
+
+
+def read_lines(path: str, opener=open) -> list[str]:  # type: ignore[no-untyped-def]
+    with opener(path, "rt", encoding="utf-8") as f:
+        return f.read().split("\n")[:-1]  # split, not splitlines: an answer may hold U+2028
+
+
+def new_lines(lines: list[str], known: int, ids: set[str], name: str) -> list[str]:
+    assert {json.loads(line)["id"] for line in lines[:known]} <= ids, f"{name}: its first {known} lines are not all committed"
+    new = []
+    for line in lines[known:]:
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:  # a line cut by a stop
+            continue
+        if row["id"] not in ids:
+            ids.add(row["id"])
+            new.append(line)
+    return new
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--known-a", type=int, required=True)
+    parser.add_argument("--known-b", type=int, required=True)
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args()
+    committed = read_lines(GZ, gzip.open)
+    ids = {json.loads(line)["id"] for line in committed}
+    out = list(committed)
+    for (name, path), known in zip(SOURCES, (args.known_a, args.known_b), strict=True):
+        new = new_lines(read_lines(path), known, ids, name)
+        tokens_chars = sum(sum(len(t["value"]) for t in json.loads(l)["conversations"] if t["from"] == "gpt") for l in new)
+        print(f"{name}: lines {len(out) + 1}-{len(out) + len(new)} ({len(new)} conversations, {tokens_chars} answer characters)")
+        out += new
+    if args.write:
+        with gzip.open(GZ, "wt", compresslevel=9, encoding="utf-8") as f:
+            f.write("\n".join(out) + "\n")
+    print("total", len(out))
+
+
+if __name__ == "__main__":
+    main()
