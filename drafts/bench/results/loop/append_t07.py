@@ -11,18 +11,21 @@ append, the new counts are those files' line counts (`wc -l`). New lines go afte
 import argparse
 import gzip
 import json
+from collections.abc import Callable
+from typing import IO
 
 GZ = "drafts/data/generated/smollm2-answers-t07.jsonl.gz"
 SOURCES = (("A", "runs/answers-t07.jsonl"), ("B", "runs/answers-t07b.jsonl"))
 
 
-def read_lines(path: str, opener=open) -> list[str]:  # type: ignore[no-untyped-def]
+def read_lines(path: str, opener: Callable[..., IO[str]] = open) -> list[str]:
     with opener(path, "rt", encoding="utf-8") as f:
         return f.read().split("\n")[:-1]  # split, not splitlines: an answer may hold U+2028
 
 
 def new_lines(lines: list[str], known: int, ids: set[str], name: str) -> list[str]:
-    assert {json.loads(line)["id"] for line in lines[:known]} <= ids, f"{name}: its first {known} lines are not all committed"
+    head = {json.loads(line)["id"] for line in lines[:known]}
+    assert head <= ids, f"{name}: its first {known} lines are not all committed"
     new = []
     for line in lines[known:]:
         try:
@@ -33,6 +36,10 @@ def new_lines(lines: list[str], known: int, ids: set[str], name: str) -> list[st
             ids.add(row["id"])
             new.append(line)
     return new
+
+
+def answer_chars(line: str) -> int:
+    return sum(len(turn["value"]) for turn in json.loads(line)["conversations"] if turn["from"] == "gpt")
 
 
 def main() -> None:
@@ -46,8 +53,9 @@ def main() -> None:
     out = list(committed)
     for (name, path), known in zip(SOURCES, (args.known_a, args.known_b), strict=True):
         new = new_lines(read_lines(path), known, ids, name)
-        tokens_chars = sum(sum(len(t["value"]) for t in json.loads(l)["conversations"] if t["from"] == "gpt") for l in new)
-        print(f"{name}: lines {len(out) + 1}-{len(out) + len(new)} ({len(new)} conversations, {tokens_chars} answer characters)")
+        chars = sum(answer_chars(line) for line in new)
+        first, last = len(out) + 1, len(out) + len(new)
+        print(f"{name}: lines {first}-{last} ({len(new)} conversations, {chars} answer characters)")
         out += new
     if args.write:
         with gzip.open(GZ, "wt", compresslevel=9, encoding="utf-8") as f:

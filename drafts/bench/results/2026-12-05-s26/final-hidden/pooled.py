@@ -2,7 +2,7 @@
 compare per prompt: pooled tau (tokens / rounds), the paired bootstrap of the per-prompt tau difference, and the
 pooled MoA / EAGLE ratio with a bootstrap over prompts.
 
-    python3 drafts/bench/results/2026-12-05-s26/final-hidden/pooled.py > drafts/bench/results/2026-12-05-s26/final-hidden/pooled.txt
+    cd drafts/bench/results/2026-12-05-s26/final-hidden && python3 pooled.py > pooled.txt
 """
 
 import importlib.util
@@ -54,7 +54,8 @@ def main() -> None:
             b = [p["round_tokens"] / p["rounds"] for p in rows[new]]
             diffs = [y - x for x, y in zip(a, b, strict=True)]
             lo, hi = paired.bootstrap(diffs)  # type: ignore[attr-defined]
-            print(f"  {new} - {old}: per prompt {sum(diffs) / n:+.3f} [{lo:+.3f}, {hi:+.3f}], better on {sum(d > 0 for d in diffs)}/{n}")
+            better = sum(d > 0 for d in diffs)
+            print(f"  {new} - {old}: per prompt {sum(diffs) / n:+.3f} [{lo:+.3f}, {hi:+.3f}], better on {better}/{n}")
         for num, den in RATIOS:
             lo, hi = _ratio_interval(rows[num], rows[den])
             print(f"  {num} / {den}: {_pooled(rows[num]) / _pooled(rows[den]):.3f}x [{lo:.3f}, {hi:.3f}]")
