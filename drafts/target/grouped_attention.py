@@ -5,9 +5,10 @@ query head first (``repeat_kv``: a copy of the layer's whole cache, every layer,
 CUDA's fused kernels would otherwise fall back to the math kernel. torch's CPU kernel takes grouped
 heads as they are (``enable_gqa``). :func:`grouped_sdpa` hands it them so, with the same numbers bit
 for bit (``tests/drafts/target/test_grouped_attention.py``); every other call (no mask, one query row,
-one group, an accelerator, a softcap or position bias) goes to transformers' own ``sdpa`` unchanged. SmolLM2-135M,
-the 9-position tree verify at a 300-token context: 2-6 % less CPU
-(``drafts/bench/results/2026-12-04-s25/grouped-attention/``).
+one group, an accelerator, a softcap or position bias) goes to transformers' own ``sdpa`` unchanged. SmolLM2-135M at
+a 300-token context: a verify of 5 / 9 / 17 positions 2-4 % less CPU
+(``drafts/bench/results/2026-12-04-s25/grouped-attention/``). transformers' own switch
+(``TRANSFORMERS_SDPA_FORCE_GQA``) is process-wide and would send masked CUDA calls to the math kernel.
 
 :func:`attention_implementation` registers it, and ``sdpa``'s mask builder under the same name, and
 returns the name the target loads with (:func:`drafts.target.loading.load_target`).

@@ -5,22 +5,18 @@ pooled MoA / EAGLE ratio with a bootstrap over prompts.
     cd drafts/bench/results/2026-12-05-s26/final-hidden && python3 pooled.py > pooled.txt
 """
 
-import importlib.util
 import json
 import random
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "2026-12-02-s10"))
+from paired import bootstrap  # noqa: E402  (session 10's paired bootstrap, from its folder)
+
 SHAPES = {"tree 6,10,60": ("tree-0-16", "tree-16-40"), "chain 4": ("chain-0-15", "chain-15-30")}
 PAIRS = [("moa", "moa-base26"), ("moa", "moa-final26"), ("moa-base26", "moa-final26"), ("eagle", "moa")]
 RATIOS = [("moa", "eagle"), ("moa-base26", "eagle"), ("moa-final26", "eagle")]
-
-
-def _paired() -> object:
-    spec = importlib.util.spec_from_file_location("paired", HERE.parents[1] / "2026-12-02-s10" / "paired.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
 
 
 def _rows(files: tuple[str, ...]) -> dict[str, list[dict]]:
@@ -44,7 +40,6 @@ def _ratio_interval(a: list[dict], b: list[dict], draws: int = 10000) -> tuple[f
 
 
 def main() -> None:
-    paired = _paired()
     for shape, files in SHAPES.items():
         rows = _rows(files)
         n = len(rows["moa"])
@@ -53,7 +48,7 @@ def main() -> None:
             a = [p["round_tokens"] / p["rounds"] for p in rows[old]]
             b = [p["round_tokens"] / p["rounds"] for p in rows[new]]
             diffs = [y - x for x, y in zip(a, b, strict=True)]
-            lo, hi = paired.bootstrap(diffs)  # type: ignore[attr-defined]
+            lo, hi = bootstrap(diffs)
             better = sum(d > 0 for d in diffs)
             print(f"  {new} - {old}: per prompt {sum(diffs) / n:+.3f} [{lo:+.3f}, {hi:+.3f}], better on {better}/{n}")
         for num, den in RATIOS:
