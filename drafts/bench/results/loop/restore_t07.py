@@ -25,15 +25,14 @@ def main() -> None:
     position = {conv.id: i for i, conv in enumerate(shuffled(load_sharegpt("train"), 1))}
     with gzip.open(GZ, "rt", encoding="utf-8") as f:
         lines = f.read().split("\n")[:-1]  # split, not splitlines: an answer may hold U+2028
-    a_lines: list[str] = []
-    b_lines: list[str] = []
-    for line in lines:
-        (a_lines if position[json.loads(line)["id"]] < B_START else b_lines).append(line)
+    at = [position[json.loads(line)["id"]] for line in lines]  # each line's seed-1 position
+    a_lines = [line for line, pos in zip(lines, at, strict=True) if pos < B_START]
+    b_lines = [line for line, pos in zip(lines, at, strict=True) if pos >= B_START]
     A_OUT.parent.mkdir(exist_ok=True)
     for out, part in ((A_OUT, a_lines), (B_OUT, b_lines)):
         out.write_text("".join(line + "\n" for line in part), encoding="utf-8")
-    a_at = max(position[json.loads(line)["id"]] for line in a_lines) + 1
-    b_at = max(position[json.loads(line)["id"]] for line in b_lines) + 1
+    a_at = max(pos for pos in at if pos < B_START) + 1
+    b_at = max(at) + 1
     print(f"--known-a {len(a_lines)} --known-b {len(b_lines)}; A at position {a_at:,}, B at {b_at:,}")
 
 
