@@ -27,7 +27,7 @@ from drafts.data.sharegpt import load_sharegpt  # noqa: E402
 from drafts.data.target_answers import shuffled, write_prompts  # noqa: E402
 
 SAMPLED = ROOT / "drafts/data/generated/smollm2-answers-t07.jsonl.gz"
-LOCAL_SAMPLED = (ROOT / "runs/answers-t07.jsonl", ROOT / "runs/answers-t07b.jsonl")  # the CPU generators' files
+LOCAL_SAMPLED = tuple(ROOT / f"runs/answers-t07{x}.jsonl" for x in ("", "b", "c"))  # CPU generators A, B, C
 
 
 def main() -> int:
