@@ -6,7 +6,7 @@ prefix checked (each generator's first KNOWN lines must all be committed), ids d
 
 KNOWN: how many lines of runs/answers-t07.jsonl (A), runs/answers-t07b.jsonl (B) and runs/answers-t07c.jsonl (C,
 session 29 on; 0 and no file before) were committed before; after an append, the new counts are those files' line
-counts (`wc -l`). New lines go after the committed ones, A's, then B's, then C's.
+counts, which it prints as the next `--known-*`. New lines go after the committed ones, A's, then B's, then C's.
 """
 
 import argparse
@@ -56,8 +56,11 @@ def main() -> None:
     committed = read_lines(GZ, gzip.open)
     ids = {json.loads(line)["id"] for line in committed}
     out = list(committed)
+    counts = []
     for (name, path), known in zip(SOURCES, (args.known_a, args.known_b, args.known_c), strict=True):
-        new = new_lines(read_lines(path), known, ids, name)
+        lines = read_lines(path)  # whole lines only: a generator may be writing the next
+        counts.append(f"--known-{name.lower()} {len(lines)}")
+        new = new_lines(lines, known, ids, name)
         chars = sum(answer_chars(line) for line in new)
         first, last = len(out) + 1, len(out) + len(new)
         print(f"{name}: lines {first}-{last} ({len(new)} conversations, {chars} answer characters)")
@@ -65,7 +68,7 @@ def main() -> None:
     if args.write:
         with gzip.open(GZ, "wt", compresslevel=9, encoding="utf-8") as f:
             f.write("\n".join(out) + "\n")
-    print("total", len(out))
+    print("total", len(out), "; after --write, the next append takes", " ".join(counts))
 
 
 if __name__ == "__main__":

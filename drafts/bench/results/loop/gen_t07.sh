@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../../../.."  # the repository root
 export OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1
 unset OMP_WAIT_POLICY
-which=${1:?A or B}; minutes=${2:?minutes}
+which=${1:?B or C}; minutes=${2:?minutes}
 COMMON="--batch-size 32 --threads 1 --max-new-tokens 256 --context 512 --max-user-turns 2 --sampled-share 1.0 --temperature 0.7 --seed 1 --max-minutes $minutes"
 mkdir -p runs
 write() {  # write() FILE FROM: the seed-1 order's prompts from position FROM on

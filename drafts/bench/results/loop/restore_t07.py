@@ -12,11 +12,12 @@ import gzip
 import json
 from pathlib import Path
 
+from append_t07 import GZ, SOURCES, read_lines  # beside this file: the generators' files, one list
+
 from drafts.data.sharegpt import load_sharegpt
 from drafts.data.target_answers import shuffled
 
-GZ = Path("drafts/data/generated/smollm2-answers-t07.jsonl.gz")
-OUTS = (Path("runs/answers-t07.jsonl"), Path("runs/answers-t07b.jsonl"), Path("runs/answers-t07c.jsonl"))
+OUTS = tuple(Path(path) for _, path in SOURCES)
 STARTS = (0, 8_000, 15_500)  # A, B, C answer the seed-1 order from these positions on (gen_t07.sh)
 
 
@@ -29,8 +30,7 @@ def main() -> None:
     for out in OUTS:
         assert not out.exists(), f"{out} exists: it may hold unappended lines; move it away first"
     position = {conv.id: i for i, conv in enumerate(shuffled(load_sharegpt("train"), 1))}
-    with gzip.open(GZ, "rt", encoding="utf-8") as f:
-        lines = f.read().split("\n")[:-1]  # split, not splitlines: an answer may hold U+2028
+    lines = read_lines(GZ, gzip.open)
     at = [position[json.loads(line)["id"]] for line in lines]  # each line's seed-1 position
     parts: list[list[str]] = [[], [], []]
     reached = list(STARTS)  # each generator's max position + 1
